@@ -1,0 +1,195 @@
+//! Configuration from environment variables, each with a default that works
+//! for local runs. Secrets may also be given as `<NAME>_FILE` (a path whose
+//! contents are the secret). The development defaults of secrets are refused
+//! when `APP_ENV=production`.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use anyhow::{bail, Context};
+use base64::{engine::general_purpose::STANDARD, Engine as _};
+
+pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/i9";
+pub const DEFAULT_AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+/// Development-only keys. Never valid in production.
+const DEV_DATA_KEY: &str = "ZGV2LW9ubHktZGF0YS1lbmNyeXB0aW9uLWtleS0zMmI=";
+const DEV_HASH_KEY: &str = "ZGV2LW9ubHktc3NuLXNlYXJjaC1oYXNoLWtleS0zMmJ5dGU=";
+
+#[derive(Clone)]
+pub struct Config {
+    pub production: bool,
+    pub database_url: String,
+    pub database_max_connections: u32,
+    pub amqp_url: String,
+    pub smtp_url: Option<String>,
+    pub mail_dir: PathBuf,
+    pub public_base_url: String,
+    pub bind_addr: SocketAddr,
+    pub allow_private_callbacks: bool,
+    /// AES-256-GCM key for SSNs and partner signing secrets.
+    pub data_key: [u8; 32],
+    /// HMAC-SHA256 key for the searchable SSN hash.
+    pub ssn_hash_key: Vec<u8>,
+    pub access_token_ttl: Duration,
+    pub refresh_token_ttl: Duration,
+    /// Failed sign-ins allowed per username within `sign_in_window` before 429.
+    pub sign_in_max_failures: i64,
+    pub sign_in_window: Duration,
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Keys and URLs with credentials stay out of debug output.
+        f.debug_struct("Config")
+            .field("production", &self.production)
+            .field("public_base_url", &self.public_base_url)
+            .field("bind_addr", &self.bind_addr)
+            .field("smtp", &self.smtp_url.is_some())
+            .field("allow_private_callbacks", &self.allow_private_callbacks)
+            .finish_non_exhaustive()
+    }
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// A secret from `NAME`, or from the file named by `NAME_FILE`.
+fn secret(name: &str) -> anyhow::Result<Option<String>> {
+    if let Some(v) = var(name) {
+        return Ok(Some(v));
+    }
+    if let Some(path) = var(&format!("{name}_FILE")) {
+        let v = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {name}_FILE ({path})"))?;
+        return Ok(Some(v.trim().to_owned()));
+    }
+    Ok(None)
+}
+
+fn parse_bool(name: &str, default: bool) -> anyhow::Result<bool> {
+    match var(name).as_deref().map(str::to_ascii_lowercase).as_deref() {
+        None => Ok(default),
+        Some("true" | "1" | "yes") => Ok(true),
+        Some("false" | "0" | "no") => Ok(false),
+        Some(other) => bail!("{name} must be true or false, not {other:?}"),
+    }
+}
+
+fn parse_secs(name: &str, default: u64) -> anyhow::Result<Duration> {
+    match var(name) {
+        None => Ok(Duration::from_secs(default)),
+        Some(v) => v
+            .parse::<u64>()
+            .ok()
+            .filter(|s| *s > 0)
+            .map(Duration::from_secs)
+            .with_context(|| format!("{name} must be a positive number of seconds")),
+    }
+}
+
+fn decode_key(name: &str, value: &str) -> anyhow::Result<Vec<u8>> {
+    STANDARD
+        .decode(value.trim())
+        .with_context(|| format!("{name} must be base64"))
+}
+
+impl Config {
+    pub fn from_env() -> anyhow::Result<Self> {
+        let production = matches!(var("APP_ENV").as_deref(), Some("production" | "prod"));
+
+        let data_key_b64 = secret("DATA_ENCRYPTION_KEY")?;
+        let hash_key_b64 = secret("SSN_HASH_KEY")?;
+        if production && (data_key_b64.is_none() || hash_key_b64.is_none()) {
+            bail!("APP_ENV=production needs DATA_ENCRYPTION_KEY and SSN_HASH_KEY (or their _FILE forms)");
+        }
+        let data_key_b64 = data_key_b64.unwrap_or_else(|| DEV_DATA_KEY.to_owned());
+        let hash_key_b64 = hash_key_b64.unwrap_or_else(|| DEV_HASH_KEY.to_owned());
+        if production && (data_key_b64 == DEV_DATA_KEY || hash_key_b64 == DEV_HASH_KEY) {
+            bail!("the development keys cannot be used with APP_ENV=production");
+        }
+        let data_key: [u8; 32] = decode_key("DATA_ENCRYPTION_KEY", &data_key_b64)?
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("DATA_ENCRYPTION_KEY must decode to exactly 32 bytes"))?;
+        let ssn_hash_key = decode_key("SSN_HASH_KEY", &hash_key_b64)?;
+        if ssn_hash_key.len() < 32 {
+            bail!("SSN_HASH_KEY must decode to at least 32 bytes");
+        }
+
+        let bind_addr = var("BIND_ADDR")
+            .unwrap_or_else(|| "127.0.0.1:8080".to_owned())
+            .parse()
+            .context("BIND_ADDR must be host:port, e.g. 127.0.0.1:8080")?;
+        let public_base_url = var("PUBLIC_BASE_URL")
+            .unwrap_or_else(|| format!("http://{bind_addr}"))
+            .trim_end_matches('/')
+            .to_owned();
+
+        Ok(Self {
+            production,
+            database_url: secret("DATABASE_URL")?
+                .unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned()),
+            database_max_connections: var("DATABASE_MAX_CONNECTIONS")
+                .map(|v| v.parse())
+                .transpose()
+                .context("DATABASE_MAX_CONNECTIONS must be a number")?
+                .unwrap_or(20),
+            amqp_url: secret("AMQP_URL")?.unwrap_or_else(|| DEFAULT_AMQP_URL.to_owned()),
+            smtp_url: secret("SMTP_URL")?,
+            mail_dir: var("MAIL_DIR").unwrap_or_else(|| "mail-out".to_owned()).into(),
+            public_base_url,
+            bind_addr,
+            allow_private_callbacks: parse_bool("ALLOW_PRIVATE_CALLBACKS", false)?,
+            data_key,
+            ssn_hash_key,
+            access_token_ttl: parse_secs("ACCESS_TOKEN_TTL_SECS", 3600)?,
+            refresh_token_ttl: parse_secs("REFRESH_TOKEN_TTL_SECS", 14 * 24 * 3600)?,
+            sign_in_max_failures: var("SIGN_IN_MAX_FAILURES")
+                .map(|v| v.parse())
+                .transpose()
+                .context("SIGN_IN_MAX_FAILURES must be a number")?
+                .unwrap_or(5),
+            sign_in_window: parse_secs("SIGN_IN_WINDOW_SECS", 900)?,
+        })
+    }
+
+    /// A configuration for tests and local tools: development keys, the
+    /// given database.
+    pub fn for_tests(database_url: &str) -> Self {
+        let mut c = Self::from_env().unwrap_or_else(|_| Self::dev_defaults());
+        database_url.clone_into(&mut c.database_url);
+        c
+    }
+
+    fn dev_defaults() -> Self {
+        #[allow(clippy::unwrap_used)] // constants known to decode
+        Self {
+            production: false,
+            database_url: DEFAULT_DATABASE_URL.to_owned(),
+            database_max_connections: 20,
+            amqp_url: DEFAULT_AMQP_URL.to_owned(),
+            smtp_url: None,
+            mail_dir: "mail-out".into(),
+            public_base_url: "http://127.0.0.1:8080".to_owned(),
+            bind_addr: ([127, 0, 0, 1], 8080).into(),
+            allow_private_callbacks: false,
+            data_key: STANDARD.decode(DEV_DATA_KEY).unwrap().try_into().unwrap(),
+            ssn_hash_key: STANDARD.decode(DEV_HASH_KEY).unwrap(),
+            access_token_ttl: Duration::from_secs(3600),
+            refresh_token_ttl: Duration::from_secs(14 * 24 * 3600),
+            sign_in_max_failures: 5,
+            sign_in_window: Duration::from_secs(900),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dev_keys_have_the_right_sizes() {
+        let c = Config::dev_defaults();
+        assert_eq!(c.data_key.len(), 32);
+        assert!(c.ssn_hash_key.len() >= 32);
+    }
+}

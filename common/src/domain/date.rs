@@ -1,0 +1,60 @@
+//! Dates in and out: inputs accept `YYYY-MM-DD` and `MM/DD/YYYY`; outputs are
+//! `YYYY-MM-DD`, timestamps ISO 8601 UTC with fractional seconds and no zone.
+
+use chrono::{DateTime, NaiveDate, Utc};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("must be a date written YYYY-MM-DD or MM/DD/YYYY")]
+pub struct DateParseError;
+
+pub fn parse_date(input: &str) -> Result<NaiveDate, DateParseError> {
+    let s = input.trim();
+    let ok_shape = |pattern: &[u8]| {
+        s.len() == pattern.len()
+            && s.bytes().zip(pattern).all(|(c, p)| match p {
+                b'9' => c.is_ascii_digit(),
+                sep => c == *sep,
+            })
+    };
+    if ok_shape(b"9999-99-99") {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|_| DateParseError)
+    } else if ok_shape(b"99/99/9999") {
+        NaiveDate::parse_from_str(s, "%m/%d/%Y").map_err(|_| DateParseError)
+    } else {
+        Err(DateParseError)
+    }
+}
+
+pub fn format_date(d: NaiveDate) -> String {
+    d.format("%Y-%m-%d").to_string()
+}
+
+pub fn format_timestamp(t: DateTime<Utc>) -> String {
+    t.naive_utc().format("%Y-%m-%dT%H:%M:%S%.6f").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_input_formats() {
+        let d = NaiveDate::from_ymd_opt(2026, 3, 14).unwrap();
+        assert_eq!(parse_date("2026-03-14"), Ok(d));
+        assert_eq!(parse_date("03/14/2026"), Ok(d));
+        assert_eq!(format_date(d), "2026-03-14");
+    }
+
+    #[test]
+    fn impossible_or_odd_dates_are_errors() {
+        for bad in ["2026-02-30", "13/01/2026", "2026-3-14", "3/14/2026", "14.03.2026", "", "+2026-03-14", "2026-03-14T00:00"] {
+            assert!(parse_date(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn timestamps_have_fraction_and_no_zone() {
+        let t = DateTime::parse_from_rfc3339("2026-11-22T14:03:07.123456Z").unwrap().with_timezone(&Utc);
+        assert_eq!(format_timestamp(t), "2026-11-22T14:03:07.123456");
+    }
+}

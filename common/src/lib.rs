@@ -1,0 +1,14 @@
+//! Shared parts of the employment eligibility records service: configuration,
+//! the database, cryptography for personal data, domain types, the queue
+//! topology and the seeding of an organization.
+
+pub mod amqp;
+pub mod config;
+pub mod crypto;
+pub mod db;
+pub mod domain;
+pub mod jobs;
+pub mod seed;
+pub mod telemetry;
+
+pub use config::Config;

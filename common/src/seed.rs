@@ -1,0 +1,843 @@
+//! `i9-admin seed FILE`: load an organization shaped like `fixtures/org.json`.
+//!
+//! The whole file is parsed and checked before anything is written; every
+//! problem is reported with the entry and field it concerns. The load runs in
+//! one transaction, so a failure leaves nothing half-loaded. Records are
+//! matched on their natural keys (legal entity `key`, group and role `name`,
+//! user `login`, `clientId`, employee `profileId`), so a second run with the
+//! same file changes nothing.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use base64::{engine::general_purpose::STANDARD, Engine as _};
+use chrono::NaiveDate;
+use serde::Deserialize;
+use sqlx::{PgPool, Postgres, Transaction};
+
+use crate::{
+    crypto::{hash_password, verify_password, DataCipher, Purpose},
+    domain::{parse_date, Permission, Scopes, Ssn},
+};
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct OrgFile {
+    #[serde(default)]
+    pub legal_entities: Vec<LegalEntity>,
+    #[serde(default)]
+    pub groups: Vec<Group>,
+    #[serde(default)]
+    pub roles: Vec<Role>,
+    #[serde(default)]
+    pub users: Vec<User>,
+    #[serde(default)]
+    pub clients: Vec<Client>,
+    #[serde(default)]
+    pub employees: Vec<Employee>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LegalEntity {
+    pub key: String,
+    pub entity_name: String,
+    #[serde(default)]
+    pub ein: String,
+    pub everify_id: Option<String>,
+    pub everify_effective_date: Option<String>,
+    pub everify_status: Option<String>,
+    #[serde(default = "yes")]
+    pub active: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Group {
+    pub name: String,
+    pub parent: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Role {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    pub permissions: Vec<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct User {
+    pub login: String,
+    pub password: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub middle_name: Option<String>,
+    pub title: Option<String>,
+    pub email_address: Option<String>,
+    pub role: String,
+    #[serde(default)]
+    pub groups: Vec<String>,
+    #[serde(default)]
+    pub retired: bool,
+    pub profile_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Client {
+    pub client_id: String,
+    pub client_secret: String,
+    pub scopes: Vec<String>,
+    pub integration: Option<Integration>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Integration {
+    pub client_system: String,
+    pub hr_url: String,
+    pub signing_secret: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Employee {
+    pub first_name: String,
+    pub last_name: String,
+    pub middle_name: Option<String>,
+    pub social_security_number: Option<String>,
+    pub date_of_birth: Option<String>,
+    pub start_date: Option<String>,
+    pub terminated_date: Option<String>,
+    pub profile_id: String,
+    pub other_name: Option<String>,
+    pub job_title: Option<String>,
+    pub email_address: Option<String>,
+    pub location: String,
+    pub legal_entity: Option<String>,
+    pub language_preference: Option<i16>,
+    pub address_street: Option<String>,
+    pub address_street2: Option<String>,
+    pub address_apartment: Option<String>,
+    pub address_city: Option<String>,
+    pub address_state: Option<String>,
+    pub address_country: Option<String>,
+    pub address_zip: Option<String>,
+    pub work_number: Option<String>,
+    pub home_number: Option<String>,
+    pub cell_number: Option<String>,
+}
+
+/// What a run did to one record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Created,
+    Updated,
+    Unchanged,
+}
+
+impl Outcome {
+    fn of(inserted: Option<bool>) -> Self {
+        match inserted {
+            Some(true) => Outcome::Created,
+            Some(false) => Outcome::Updated,
+            None => Outcome::Unchanged,
+        }
+    }
+
+    fn or(self, changed: bool) -> Self {
+        if self == Outcome::Unchanged && changed {
+            Outcome::Updated
+        } else {
+            self
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Created => "created",
+            Outcome::Updated => "updated",
+            Outcome::Unchanged => "unchanged",
+        }
+    }
+}
+
+/// One line of the report: kind, natural key, assigned id, outcome.
+#[derive(Debug, Clone)]
+pub struct Assigned {
+    pub kind: &'static str,
+    pub key: String,
+    pub id: i64,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SeedError {
+    #[error("the file is not valid: {}", .0.join("; "))]
+    Invalid(Vec<String>),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// Parse a seed file, naming the entry and field of a structural error.
+pub fn parse(text: &str) -> Result<OrgFile, SeedError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        SeedError::Invalid(vec![format!("{path}: {}", e.inner())])
+    })
+}
+
+struct Checked {
+    dates: HashMap<String, Option<NaiveDate>>,
+    ssns: HashMap<usize, Ssn>,
+    group_order: Vec<usize>,
+}
+
+fn check_len(errors: &mut Vec<String>, at: &str, value: Option<&str>, max: usize) {
+    if let Some(v) = value {
+        if v.chars().count() > max {
+            errors.push(format!("{at}: longer than {max} characters"));
+        }
+    }
+}
+
+fn check(org: &OrgFile) -> Result<Checked, SeedError> {
+    let mut errors = Vec::new();
+    let mut dates = HashMap::new();
+    let mut date = |errors: &mut Vec<String>, at: String, v: Option<&str>| match v {
+        None => {
+            dates.insert(at, None);
+        }
+        Some(s) => match parse_date(s) {
+            Ok(d) => {
+                dates.insert(at, Some(d));
+            }
+            Err(e) => errors.push(format!("{at}: {e}")),
+        },
+    };
+
+    let mut keys = HashSet::new();
+    for (i, le) in org.legal_entities.iter().enumerate() {
+        let at = format!("legalEntities[{i}]");
+        if le.key.trim().is_empty() || !keys.insert(le.key.as_str()) {
+            errors.push(format!("{at}.key: missing or used twice ({:?})", le.key));
+        }
+        if le.entity_name.trim().is_empty() {
+            errors.push(format!("{at}.entityName: must not be empty"));
+        }
+        let ein_ok = le.ein.is_empty()
+            || (le.ein.len() == 10
+                && le.ein.as_bytes()[2] == b'-'
+                && le.ein.bytes().enumerate().all(|(i, c)| i == 2 || c.is_ascii_digit()));
+        if !ein_ok {
+            errors.push(format!("{at}.ein: must be empty or written ##-#######"));
+        }
+        if let Some(id) = &le.everify_id {
+            if id.is_empty() || !id.bytes().all(|c| c.is_ascii_digit()) {
+                errors.push(format!("{at}.everifyId: must be a numeric account id"));
+            }
+        }
+        date(&mut errors, format!("{at}.everifyEffectiveDate"), le.everify_effective_date.as_deref());
+    }
+
+    let group_names: HashMap<String, usize> = org
+        .groups
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (g.name.to_lowercase(), i))
+        .collect();
+    let mut seen = HashSet::new();
+    for (i, g) in org.groups.iter().enumerate() {
+        let at = format!("groups[{i}]");
+        if g.name.trim().is_empty() || !seen.insert(g.name.to_lowercase()) {
+            errors.push(format!("{at}.name: missing or used twice ({:?})", g.name));
+        }
+        if let Some(p) = &g.parent {
+            if !group_names.contains_key(&p.to_lowercase()) {
+                errors.push(format!("{at}.parent: no group named {p:?} in the file"));
+            }
+        }
+    }
+    // Parents before children; a cycle is an error.
+    let mut group_order = Vec::new();
+    let mut placed = HashSet::new();
+    while group_order.len() < org.groups.len() {
+        let before = group_order.len();
+        for (i, g) in org.groups.iter().enumerate() {
+            if placed.contains(&i) {
+                continue;
+            }
+            let ready = match &g.parent {
+                None => true,
+                Some(p) => group_names
+                    .get(&p.to_lowercase())
+                    .is_none_or(|pi| placed.contains(pi)),
+            };
+            if ready {
+                placed.insert(i);
+                group_order.push(i);
+            }
+        }
+        if group_order.len() == before {
+            errors.push("groups: the parents form a cycle".to_owned());
+            break;
+        }
+    }
+
+    let mut roles = HashSet::new();
+    for (i, r) in org.roles.iter().enumerate() {
+        let at = format!("roles[{i}]");
+        if r.name.trim().is_empty() || !roles.insert(r.name.to_lowercase()) {
+            errors.push(format!("{at}.name: missing or used twice ({:?})", r.name));
+        }
+        for (j, p) in r.permissions.iter().enumerate() {
+            if Permission::from_id(*p).is_none() {
+                errors.push(format!("{at}.permissions[{j}]: {p} is not a permission (1 to 12)"));
+            }
+        }
+    }
+
+    let mut logins = HashSet::new();
+    for (i, u) in org.users.iter().enumerate() {
+        let at = format!("users[{i}]");
+        if u.login.trim().is_empty() || !logins.insert(u.login.to_lowercase()) {
+            errors.push(format!("{at}.login: missing or used twice ({:?})", u.login));
+        }
+        if u.password.chars().count() < 8 {
+            errors.push(format!("{at}.password: at least 8 characters"));
+        }
+        if u.first_name.trim().is_empty() {
+            errors.push(format!("{at}.firstName: must not be empty"));
+        }
+        if u.last_name.trim().is_empty() {
+            errors.push(format!("{at}.lastName: must not be empty"));
+        }
+        if !roles.contains(&u.role.to_lowercase()) {
+            errors.push(format!("{at}.role: no role named {:?} in the file", u.role));
+        }
+        for (j, g) in u.groups.iter().enumerate() {
+            if !group_names.contains_key(&g.to_lowercase()) {
+                errors.push(format!("{at}.groups[{j}]: no group named {g:?} in the file"));
+            }
+        }
+    }
+
+    let mut clients = HashSet::new();
+    for (i, c) in org.clients.iter().enumerate() {
+        let at = format!("clients[{i}]");
+        if c.client_id.trim().is_empty() || !clients.insert(c.client_id.as_str()) {
+            errors.push(format!("{at}.clientId: missing or used twice ({:?})", c.client_id));
+        }
+        if c.client_secret.chars().count() < 12 {
+            errors.push(format!("{at}.clientSecret: at least 12 characters"));
+        }
+        if Scopes::from_list(&c.scopes).is_none() {
+            errors.push(format!("{at}.scopes: a non-empty list of \"read\" and \"write\""));
+        }
+        if let Some(int) = &c.integration {
+            if int.client_system.trim().is_empty() {
+                errors.push(format!("{at}.integration.clientSystem: must not be empty"));
+            }
+            if !(int.hr_url.starts_with("https://") || int.hr_url.starts_with("http://")) {
+                errors.push(format!("{at}.integration.hrUrl: must be an http(s) URL"));
+            }
+            if decode_signing_secret(&int.signing_secret).is_none() {
+                errors.push(format!(
+                    "{at}.integration.signingSecret: must be whsec_ followed by base64 of 24 to 64 bytes"
+                ));
+            }
+        }
+    }
+
+    let mut ssns = HashMap::new();
+    let mut profile_ids = HashSet::new();
+    let mut ssn_seen = HashSet::new();
+    for (i, e) in org.employees.iter().enumerate() {
+        let at = format!("employees[{i}]");
+        if e.profile_id.trim().is_empty() || !profile_ids.insert(e.profile_id.to_lowercase()) {
+            errors.push(format!("{at}.profileId: missing or used twice ({:?})", e.profile_id));
+        }
+        for (field, value, max) in [
+            ("firstName", Some(e.first_name.as_str()), 40),
+            ("lastName", Some(e.last_name.as_str()), 40),
+            ("middleName", e.middle_name.as_deref(), 25),
+            ("profileId", Some(e.profile_id.as_str()), 30),
+            ("otherName", e.other_name.as_deref(), 40),
+            ("jobTitle", e.job_title.as_deref(), 80),
+            ("emailAddress", e.email_address.as_deref(), 80),
+            ("addressStreet", e.address_street.as_deref(), 80),
+            ("addressStreet2", e.address_street2.as_deref(), 80),
+            ("addressApartment", e.address_apartment.as_deref(), 80),
+            ("addressCity", e.address_city.as_deref(), 50),
+            ("addressState", e.address_state.as_deref(), 20),
+            ("addressCountry", e.address_country.as_deref(), 50),
+            ("addressZip", e.address_zip.as_deref(), 10),
+            ("workNumber", e.work_number.as_deref(), 20),
+            ("homeNumber", e.home_number.as_deref(), 20),
+            ("cellNumber", e.cell_number.as_deref(), 20),
+        ] {
+            check_len(&mut errors, &format!("{at}.{field}"), value, max);
+        }
+        if e.first_name.trim().is_empty() {
+            errors.push(format!("{at}.firstName: must not be empty"));
+        }
+        if e.last_name.trim().is_empty() {
+            errors.push(format!("{at}.lastName: must not be empty"));
+        }
+        if let Some(s) = &e.social_security_number {
+            match Ssn::parse(s) {
+                Ok(ssn) => {
+                    if !ssn_seen.insert(ssn.as_str().to_owned()) {
+                        errors.push(format!("{at}.socialSecurityNumber: used by another employee in the file"));
+                    }
+                    ssns.insert(i, ssn);
+                }
+                Err(err) => errors.push(format!("{at}.socialSecurityNumber: {err}")),
+            }
+        }
+        if !group_names.contains_key(&e.location.to_lowercase()) {
+            errors.push(format!("{at}.location: no group named {:?} in the file", e.location));
+        }
+        if let Some(le) = &e.legal_entity {
+            if !keys.contains(le.as_str()) {
+                errors.push(format!("{at}.legalEntity: no legal entity with key {le:?} in the file"));
+            }
+        }
+        if let Some(lp) = e.language_preference {
+            if lp != 1 && lp != 2 {
+                errors.push(format!("{at}.languagePreference: must be 1 (English) or 2 (Spanish)"));
+            }
+        }
+        date(&mut errors, format!("{at}.dateOfBirth"), e.date_of_birth.as_deref());
+        date(&mut errors, format!("{at}.startDate"), e.start_date.as_deref());
+        date(&mut errors, format!("{at}.terminatedDate"), e.terminated_date.as_deref());
+    }
+    for (i, e) in org.employees.iter().enumerate() {
+        let at = format!("employees[{i}]");
+        if let (Some(Some(s)), Some(Some(t))) = (
+            dates.get(&format!("{at}.startDate")),
+            dates.get(&format!("{at}.terminatedDate")),
+        ) {
+            if t < s {
+                errors.push(format!("{at}.terminatedDate: before startDate"));
+            }
+        }
+        let _ = e;
+    }
+
+    if errors.is_empty() {
+        Ok(Checked {
+            dates,
+            ssns,
+            group_order,
+        })
+    } else {
+        Err(SeedError::Invalid(errors))
+    }
+}
+
+/// `whsec_` + base64 of the HMAC key bytes (Standard Webhooks).
+pub fn decode_signing_secret(secret: &str) -> Option<Vec<u8>> {
+    let bytes = STANDARD.decode(secret.strip_prefix("whsec_")?).ok()?;
+    (24..=64).contains(&bytes.len()).then_some(bytes)
+}
+
+/// Check and load the organization; returns what it assigned.
+pub async fn load(pool: &PgPool, cipher: &DataCipher, org: &OrgFile) -> Result<Vec<Assigned>, SeedError> {
+    let checked = check(org)?;
+    let mut tx = pool.begin().await?;
+    let mut out = Vec::new();
+
+    let mut entity_ids = HashMap::new();
+    for (i, le) in org.legal_entities.iter().enumerate() {
+        let eff = checked.dates[&format!("legalEntities[{i}].everifyEffectiveDate")];
+        let row: Option<(i64, bool)> = sqlx::query_as(
+            "INSERT INTO legal_entities (seed_key, entity_name, ein, everify_id, everify_effective_date, everify_status, active)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
+             ON CONFLICT (seed_key) DO UPDATE SET entity_name = EXCLUDED.entity_name, ein = EXCLUDED.ein,
+                 everify_id = EXCLUDED.everify_id, everify_effective_date = EXCLUDED.everify_effective_date,
+                 everify_status = EXCLUDED.everify_status, active = EXCLUDED.active, updated_at = now()
+             WHERE (legal_entities.entity_name, legal_entities.ein, legal_entities.everify_id,
+                    legal_entities.everify_effective_date, legal_entities.everify_status, legal_entities.active)
+                 IS DISTINCT FROM (EXCLUDED.entity_name, EXCLUDED.ein, EXCLUDED.everify_id,
+                    EXCLUDED.everify_effective_date, EXCLUDED.everify_status, EXCLUDED.active)
+             RETURNING id, (xmax = 0)",
+        )
+        .bind(&le.key)
+        .bind(&le.entity_name)
+        .bind(&le.ein)
+        .bind(&le.everify_id)
+        .bind(eff)
+        .bind(le.everify_status.as_deref().unwrap_or("Not Ready"))
+        .bind(le.active)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let id = match row {
+            Some((id, _)) => id,
+            None => sqlx::query_scalar("SELECT id FROM legal_entities WHERE seed_key = $1")
+                .bind(&le.key)
+                .fetch_one(&mut *tx)
+                .await?,
+        };
+        entity_ids.insert(le.key.clone(), id);
+        out.push(Assigned { kind: "legal entity", key: le.key.clone(), id, outcome: Outcome::of(row.map(|r| r.1)) });
+    }
+
+    let mut group_ids: HashMap<String, i64> = HashMap::new();
+    for &i in &checked.group_order {
+        let g = &org.groups[i];
+        let parent = g.parent.as_ref().map(|p| group_ids[&p.to_lowercase()]);
+        let row: Option<(i64, bool)> = sqlx::query_as(
+            "INSERT INTO groups (name, parent_id) VALUES ($1, $2)
+             ON CONFLICT ((lower(name))) DO UPDATE SET name = EXCLUDED.name, parent_id = EXCLUDED.parent_id
+             WHERE (groups.name, groups.parent_id) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.parent_id)
+             RETURNING id, (xmax = 0)",
+        )
+        .bind(&g.name)
+        .bind(parent)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let id = match row {
+            Some((id, _)) => id,
+            None => sqlx::query_scalar("SELECT id FROM groups WHERE lower(name) = lower($1)")
+                .bind(&g.name)
+                .fetch_one(&mut *tx)
+                .await?,
+        };
+        group_ids.insert(g.name.to_lowercase(), id);
+        out.push(Assigned { kind: "group", key: g.name.clone(), id, outcome: Outcome::of(row.map(|r| r.1)) });
+    }
+
+    let mut role_ids = HashMap::new();
+    for r in &org.roles {
+        let row: Option<(i64, bool)> = sqlx::query_as(
+            "INSERT INTO roles (name, description) VALUES ($1, $2)
+             ON CONFLICT ((lower(name))) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description
+             WHERE (roles.name, roles.description) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.description)
+             RETURNING id, (xmax = 0)",
+        )
+        .bind(&r.name)
+        .bind(&r.description)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let id = match row {
+            Some((id, _)) => id,
+            None => sqlx::query_scalar("SELECT id FROM roles WHERE lower(name) = lower($1)")
+                .bind(&r.name)
+                .fetch_one(&mut *tx)
+                .await?,
+        };
+        let perms: Vec<i16> = r.permissions.iter().map(|p| *p as i16).collect();
+        let changed = replace_set(
+            &mut tx,
+            "DELETE FROM role_permissions WHERE role_id = $1 AND permission_id <> ALL($2)",
+            "INSERT INTO role_permissions (role_id, permission_id) SELECT $1, unnest($2::SMALLINT[]) ON CONFLICT DO NOTHING",
+            id,
+            &perms,
+        )
+        .await?;
+        role_ids.insert(r.name.to_lowercase(), id);
+        out.push(Assigned { kind: "role", key: r.name.clone(), id, outcome: Outcome::of(row.map(|r| r.1)).or(changed) });
+    }
+
+    for u in &org.users {
+        let existing: Option<(i64, Option<String>)> =
+            sqlx::query_as("SELECT id, password_hash FROM users WHERE lower(login) = lower($1)")
+                .bind(&u.login)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let hash = match &existing {
+            Some((_, Some(h))) if verify_password(&u.password, h) => h.clone(),
+            _ => hash_password(&u.password),
+        };
+        let role_id = role_ids[&u.role.to_lowercase()];
+        let row: Option<(i64, bool)> = sqlx::query_as(
+            "INSERT INTO users (login, password_hash, first_name, last_name, middle_name, title, email_address, role_id, retired, profile_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+             ON CONFLICT ((lower(login))) DO UPDATE SET password_hash = EXCLUDED.password_hash,
+                 first_name = EXCLUDED.first_name, last_name = EXCLUDED.last_name, middle_name = EXCLUDED.middle_name,
+                 title = EXCLUDED.title, email_address = EXCLUDED.email_address, role_id = EXCLUDED.role_id,
+                 retired = EXCLUDED.retired, profile_id = EXCLUDED.profile_id, updated_at = now()
+             WHERE (users.password_hash, users.first_name, users.last_name, users.middle_name, users.title,
+                    users.email_address, users.role_id, users.retired, users.profile_id)
+                 IS DISTINCT FROM (EXCLUDED.password_hash, EXCLUDED.first_name, EXCLUDED.last_name, EXCLUDED.middle_name,
+                    EXCLUDED.title, EXCLUDED.email_address, EXCLUDED.role_id, EXCLUDED.retired, EXCLUDED.profile_id)
+             RETURNING id, (xmax = 0)",
+        )
+        .bind(&u.login)
+        .bind(&hash)
+        .bind(&u.first_name)
+        .bind(&u.last_name)
+        .bind(&u.middle_name)
+        .bind(&u.title)
+        .bind(&u.email_address)
+        .bind(role_id)
+        .bind(u.retired)
+        .bind(&u.profile_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let id = row.map(|r| r.0).or(existing.map(|e| e.0)).ok_or(sqlx::Error::RowNotFound)?;
+        let groups: Vec<i64> = u.groups.iter().map(|g| group_ids[&g.to_lowercase()]).collect();
+        let changed = replace_set(
+            &mut tx,
+            "DELETE FROM user_groups WHERE user_id = $1 AND group_id <> ALL($2)",
+            "INSERT INTO user_groups (user_id, group_id) SELECT $1, unnest($2::BIGINT[]) ON CONFLICT DO NOTHING",
+            id,
+            &groups,
+        )
+        .await?;
+        out.push(Assigned { kind: "user", key: u.login.clone(), id, outcome: Outcome::of(row.map(|r| r.1)).or(changed) });
+    }
+
+    for c in &org.clients {
+        let existing: Option<(i64, String, Option<Vec<u8>>)> = sqlx::query_as(
+            "SELECT id, secret_hash, signing_secret_ciphertext FROM oauth_clients WHERE client_id = $1",
+        )
+        .bind(&c.client_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let secret_hash = match &existing {
+            Some((_, h, _)) if verify_password(&c.client_secret, h) => h.clone(),
+            _ => hash_password(&c.client_secret),
+        };
+        let signing = c.integration.as_ref().map(|int| {
+            let same = existing
+                .as_ref()
+                .and_then(|e| e.2.as_ref())
+                .filter(|ct| cipher.decrypt(Purpose::SigningSecret, ct).is_ok_and(|p| p == int.signing_secret.as_bytes()));
+            same.cloned()
+                .unwrap_or_else(|| cipher.encrypt(Purpose::SigningSecret, int.signing_secret.as_bytes()))
+        });
+        let scopes = Scopes::from_list(&c.scopes).unwrap_or_default().to_list();
+        let row: Option<(i64, bool)> = sqlx::query_as(
+            "INSERT INTO oauth_clients (client_id, secret_hash, scopes, integration_client_system, integration_hr_url, signing_secret_ciphertext)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (client_id) DO UPDATE SET secret_hash = EXCLUDED.secret_hash, scopes = EXCLUDED.scopes,
+                 integration_client_system = EXCLUDED.integration_client_system,
+                 integration_hr_url = EXCLUDED.integration_hr_url,
+                 signing_secret_ciphertext = EXCLUDED.signing_secret_ciphertext, updated_at = now()
+             WHERE (oauth_clients.secret_hash, oauth_clients.scopes, oauth_clients.integration_client_system,
+                    oauth_clients.integration_hr_url, oauth_clients.signing_secret_ciphertext)
+                 IS DISTINCT FROM (EXCLUDED.secret_hash, EXCLUDED.scopes, EXCLUDED.integration_client_system,
+                    EXCLUDED.integration_hr_url, EXCLUDED.signing_secret_ciphertext)
+             RETURNING id, (xmax = 0)",
+        )
+        .bind(&c.client_id)
+        .bind(&secret_hash)
+        .bind(&scopes)
+        .bind(c.integration.as_ref().map(|i| &i.client_system))
+        .bind(c.integration.as_ref().map(|i| &i.hr_url))
+        .bind(signing)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let id = row.map(|r| r.0).or(existing.map(|e| e.0)).ok_or(sqlx::Error::RowNotFound)?;
+        out.push(Assigned { kind: "client", key: c.client_id.clone(), id, outcome: Outcome::of(row.map(|r| r.1)) });
+    }
+
+    for (i, e) in org.employees.iter().enumerate() {
+        let at = format!("employees[{i}]");
+        let ssn = checked.ssns.get(&i);
+        let ssn_hash = ssn.map(|s| cipher.ssn_search_hash(s));
+        let existing: Option<(i64, Option<Vec<u8>>, Option<Vec<u8>>)> = sqlx::query_as(
+            "SELECT id, ssn_hash, ssn_ciphertext FROM employees WHERE lower(profile_id) = lower($1)",
+        )
+        .bind(&e.profile_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        // Keep the stored ciphertext when the number is the same, so a rerun changes nothing.
+        let ssn_ct = match (&existing, &ssn_hash, ssn) {
+            (Some((_, Some(h), Some(ct))), Some(new_h), _) if h == new_h => Some(ct.clone()),
+            (_, _, Some(s)) => Some(cipher.encrypt_ssn(Purpose::EmployeeSsn, s)),
+            _ => None,
+        };
+        let location = group_ids[&e.location.to_lowercase()];
+        let entity = e.legal_entity.as_ref().map(|k| entity_ids[k]);
+        let dob = checked.dates[&format!("{at}.dateOfBirth")];
+        let row: Option<(i64, bool)> = sqlx::query_as(
+            "INSERT INTO employees (first_name, last_name, middle_name, ssn_ciphertext, ssn_hash, ssn_last4,
+                 date_of_birth, profile_id, other_name, job_title, email_address, location_id, legal_entity_id,
+                 language_preference, address_street, address_street2, address_apartment, address_city,
+                 address_state, address_country, address_zip, work_number, home_number, cell_number)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+             ON CONFLICT ((lower(profile_id))) DO UPDATE SET first_name = EXCLUDED.first_name,
+                 last_name = EXCLUDED.last_name, middle_name = EXCLUDED.middle_name,
+                 ssn_ciphertext = EXCLUDED.ssn_ciphertext, ssn_hash = EXCLUDED.ssn_hash, ssn_last4 = EXCLUDED.ssn_last4,
+                 date_of_birth = EXCLUDED.date_of_birth, other_name = EXCLUDED.other_name,
+                 job_title = EXCLUDED.job_title, email_address = EXCLUDED.email_address,
+                 location_id = EXCLUDED.location_id, legal_entity_id = EXCLUDED.legal_entity_id,
+                 language_preference = EXCLUDED.language_preference, address_street = EXCLUDED.address_street,
+                 address_street2 = EXCLUDED.address_street2, address_apartment = EXCLUDED.address_apartment,
+                 address_city = EXCLUDED.address_city, address_state = EXCLUDED.address_state,
+                 address_country = EXCLUDED.address_country, address_zip = EXCLUDED.address_zip,
+                 work_number = EXCLUDED.work_number, home_number = EXCLUDED.home_number,
+                 cell_number = EXCLUDED.cell_number, updated_at = now()
+             WHERE (employees.first_name, employees.last_name, employees.middle_name, employees.ssn_ciphertext,
+                    employees.date_of_birth, employees.other_name, employees.job_title, employees.email_address,
+                    employees.location_id, employees.legal_entity_id, employees.language_preference,
+                    employees.address_street, employees.address_street2, employees.address_apartment,
+                    employees.address_city, employees.address_state, employees.address_country,
+                    employees.address_zip, employees.work_number, employees.home_number, employees.cell_number)
+                 IS DISTINCT FROM (EXCLUDED.first_name, EXCLUDED.last_name, EXCLUDED.middle_name, EXCLUDED.ssn_ciphertext,
+                    EXCLUDED.date_of_birth, EXCLUDED.other_name, EXCLUDED.job_title, EXCLUDED.email_address,
+                    EXCLUDED.location_id, EXCLUDED.legal_entity_id, EXCLUDED.language_preference,
+                    EXCLUDED.address_street, EXCLUDED.address_street2, EXCLUDED.address_apartment,
+                    EXCLUDED.address_city, EXCLUDED.address_state, EXCLUDED.address_country,
+                    EXCLUDED.address_zip, EXCLUDED.work_number, EXCLUDED.home_number, EXCLUDED.cell_number)
+             RETURNING id, (xmax = 0)",
+        )
+        .bind(&e.first_name)
+        .bind(&e.last_name)
+        .bind(&e.middle_name)
+        .bind(ssn_ct)
+        .bind(ssn_hash)
+        .bind(ssn.map(|s| s.last4().to_owned()))
+        .bind(dob)
+        .bind(&e.profile_id)
+        .bind(&e.other_name)
+        .bind(&e.job_title)
+        .bind(&e.email_address)
+        .bind(location)
+        .bind(entity)
+        .bind(e.language_preference)
+        .bind(&e.address_street)
+        .bind(&e.address_street2)
+        .bind(&e.address_apartment)
+        .bind(&e.address_city)
+        .bind(&e.address_state)
+        .bind(&e.address_country)
+        .bind(&e.address_zip)
+        .bind(&e.work_number)
+        .bind(&e.home_number)
+        .bind(&e.cell_number)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|err| match &err {
+            sqlx::Error::Database(db) if db.constraint() == Some("employees_ssn_hash_key") => SeedError::Invalid(vec![
+                format!("{at}.socialSecurityNumber: already held by another employee in the database"),
+            ]),
+            _ => SeedError::Database(err),
+        })?;
+        let id = row.map(|r| r.0).or(existing.map(|e| e.0)).ok_or(sqlx::Error::RowNotFound)?;
+        let start = checked.dates[&format!("{at}.startDate")];
+        let end = checked.dates[&format!("{at}.terminatedDate")];
+        let period: Option<(i64, Option<NaiveDate>, Option<NaiveDate>)> = sqlx::query_as(
+            "SELECT id, start_date, terminated_date FROM employment_periods WHERE employee_id = $1 ORDER BY id DESC LIMIT 1",
+        )
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let period_changed = match period {
+            None => {
+                sqlx::query("INSERT INTO employment_periods (employee_id, start_date, terminated_date) VALUES ($1, $2, $3)")
+                    .bind(id)
+                    .bind(start)
+                    .bind(end)
+                    .execute(&mut *tx)
+                    .await?;
+                true
+            }
+            Some((pid, s, t)) if (s, t) != (start, end) => {
+                sqlx::query("UPDATE employment_periods SET start_date = $2, terminated_date = $3 WHERE id = $1")
+                    .bind(pid)
+                    .bind(start)
+                    .bind(end)
+                    .execute(&mut *tx)
+                    .await?;
+                true
+            }
+            Some(_) => false,
+        };
+        out.push(Assigned {
+            kind: "employee",
+            key: e.profile_id.clone(),
+            id,
+            outcome: Outcome::of(row.map(|r| r.1)).or(period_changed),
+        });
+    }
+
+    let summary: BTreeMap<&str, usize> = out
+        .iter()
+        .filter(|a| a.outcome != Outcome::Unchanged)
+        .fold(BTreeMap::new(), |mut m, a| {
+            *m.entry(a.kind).or_default() += 1;
+            m
+        });
+    if !summary.is_empty() {
+        sqlx::query(
+            "INSERT INTO audit_log (action, resource_type, detail) VALUES ('seed', 'organization', $1)",
+        )
+        .bind(serde_json::json!({ "changed": summary }))
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(out)
+}
+
+/// Make a link table hold exactly `wanted` for `owner`; true if it changed.
+async fn replace_set<T>(
+    tx: &mut Transaction<'_, Postgres>,
+    delete_sql: &'static str,
+    insert_sql: &'static str,
+    owner: i64,
+    wanted: &[T],
+) -> Result<bool, sqlx::Error>
+where
+    T: for<'q> sqlx::Encode<'q, Postgres> + sqlx::Type<Postgres> + Sync,
+    for<'a> &'a [T]: sqlx::Encode<'a, Postgres> + sqlx::Type<Postgres>,
+{
+    let deleted = sqlx::query(delete_sql).bind(owner).bind(wanted).execute(&mut **tx).await?;
+    let inserted = sqlx::query(insert_sql).bind(owner).bind(wanted).execute(&mut **tx).await?;
+    Ok(deleted.rows_affected() + inserted.rows_affected() > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIXTURE: &str = include_str!("../../fixtures/org.json");
+
+    #[test]
+    fn the_example_organization_is_valid() {
+        let org = parse(FIXTURE).unwrap();
+        check(&org).unwrap();
+        assert_eq!(org.employees.len(), 3);
+    }
+
+    #[test]
+    fn structural_errors_name_the_entry_and_field() {
+        let err = parse(r#"{"users":[{"login":"a","password":"x","firstName":"A","lastName":"B","role":7}]}"#).unwrap_err();
+        assert!(err.to_string().contains("users[0].role"), "{err}");
+    }
+
+    #[test]
+    fn every_semantic_error_is_reported() {
+        let org = parse(
+            r#"{"groups":[{"name":"A","parent":"Nope"}],
+                "roles":[{"name":"R","permissions":[1,99]}],
+                "users":[{"login":"u","password":"long enough","firstName":"U","lastName":"V","role":"Missing","groups":["B"]}],
+                "employees":[{"firstName":"E","lastName":"F","profileId":"P1","location":"A","socialSecurityNumber":"123456789","startDate":"2026-02-30"}]}"#,
+        )
+        .unwrap();
+        let Err(SeedError::Invalid(errors)) = check(&org) else { panic!("expected errors") };
+        let all = errors.join("\n");
+        for needle in [
+            "groups[0].parent",
+            "roles[0].permissions[1]",
+            "users[0].role",
+            "users[0].groups[0]",
+            "employees[0].socialSecurityNumber",
+            "employees[0].startDate",
+        ] {
+            assert!(all.contains(needle), "{needle} missing from {all}");
+        }
+        assert!(!all.contains("123456789"), "no SSN in errors");
+    }
+}
