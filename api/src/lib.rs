@@ -1,1 +1,105 @@
-pub fn x(){}
+//! The HTTP API of the employment eligibility records service (`i9-api`).
+
+pub mod audit;
+pub mod auth;
+pub mod error;
+pub mod format;
+pub mod list;
+pub mod middleware;
+pub mod routes;
+pub mod state;
+
+use std::{sync::Arc, time::Duration};
+
+use axum::{
+    extract::DefaultBodyLimit,
+    routing::{get, post},
+    Router,
+};
+use i9_common::{crypto::DataCipher, Config};
+use sqlx::PgPool;
+use tokio::net::TcpListener;
+use tower_http::{
+    catch_panic::CatchPanicLayer,
+    request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
+    timeout::TimeoutLayer,
+};
+
+use crate::{error::ApiError, routes::*, state::AppState};
+
+/// Request bodies above this size are refused with 413.
+pub const BODY_LIMIT: usize = 256 * 1024;
+
+pub fn router(state: AppState) -> Router {
+    let v1 = Router::new()
+        .route("/employees", get(employees::list))
+        .route("/employees/{id}", get(employees::get_one))
+        .route("/i9s", get(i9s::list))
+        .route("/i9s/{id}", get(i9s::get_one))
+        .route("/eins", get(eins::list))
+        .route("/eins/{id}", get(eins::get_one))
+        .route("/groups", get(groups::list))
+        .route("/groups/{id}", get(groups::get_one))
+        .route("/groups/{id}/users", get(groups::users))
+        .route("/users", get(users::list))
+        .route("/users/{id}", get(users::get_one))
+        .route("/roles", get(roles::list))
+        .route("/roles/{id}", get(roles::get_one))
+        .route("/openapi.json", get(openapi::openapi_json));
+
+    Router::new()
+        .nest("/v1", v1)
+        .route("/oauth2/access_token", post(oauth::token))
+        .route("/oauth2/access_token/", post(oauth::token))
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
+        .route_layer(axum::middleware::from_fn(middleware::track_metrics))
+        .fallback(|| async { ApiError::NotFound })
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(TimeoutLayer::with_status_code(
+            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+            Duration::from_secs(30),
+        ))
+        .layer(axum::middleware::from_fn(middleware::problem_details))
+        .layer(CatchPanicLayer::custom(middleware::panic_response))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(middleware::trace_layer())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .with_state(state)
+}
+
+/// The API bound to its address, ready to serve.
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+}
+
+impl Application {
+    pub async fn build(config: Config, pool: PgPool) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind(config.bind_addr).await?;
+        let state = AppState {
+            cipher: DataCipher::from_config(&config),
+            pool,
+            config: Arc::new(config),
+            metrics: middleware::metrics_handle(),
+        };
+        Ok(Self {
+            listener,
+            router: router(state),
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.listener.local_addr().map(|a| a.port()).unwrap_or(0)
+    }
+
+    pub async fn run(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+}

@@ -67,7 +67,10 @@ impl Topology {
             .await
             .context("declaring the dead-letter exchange")?;
         let mut quorum = FieldTable::default();
-        quorum.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
+        quorum.insert(
+            "x-queue-type".into(),
+            AMQPValue::LongString("quorum".into()),
+        );
         channel
             .queue_declare(&self.dead_letter_queue(), durable_queue, quorum.clone())
             .await
@@ -97,7 +100,10 @@ impl Topology {
                 "x-dead-letter-exchange".into(),
                 AMQPValue::LongString(self.dead_letter_exchange().as_str().into()),
             );
-            args.insert("x-delivery-limit".into(), AMQPValue::LongLongInt(DELIVERY_LIMIT));
+            args.insert(
+                "x-delivery-limit".into(),
+                AMQPValue::LongLongInt(DELIVERY_LIMIT),
+            );
             let queue = self.queue(kind);
             channel
                 .queue_declare(&queue, durable_queue, args)

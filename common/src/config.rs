@@ -135,7 +135,9 @@ impl Config {
                 .unwrap_or(20),
             amqp_url: secret("AMQP_URL")?.unwrap_or_else(|| DEFAULT_AMQP_URL.to_owned()),
             smtp_url: secret("SMTP_URL")?,
-            mail_dir: var("MAIL_DIR").unwrap_or_else(|| "mail-out".to_owned()).into(),
+            mail_dir: var("MAIL_DIR")
+                .unwrap_or_else(|| "mail-out".to_owned())
+                .into(),
             public_base_url,
             bind_addr,
             allow_private_callbacks: parse_bool("ALLOW_PRIVATE_CALLBACKS", false)?,

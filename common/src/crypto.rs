@@ -198,7 +198,10 @@ mod tests {
     #[test]
     fn search_hash_is_keyed_and_stable() {
         let ssn = Ssn::parse("123-45-6789").unwrap();
-        assert_eq!(cipher().ssn_search_hash(&ssn), cipher().ssn_search_hash(&ssn));
+        assert_eq!(
+            cipher().ssn_search_hash(&ssn),
+            cipher().ssn_search_hash(&ssn)
+        );
         let other = DataCipher::new(&[7u8; 32], &[1u8; 32]);
         assert_ne!(cipher().ssn_search_hash(&ssn), other.ssn_search_hash(&ssn));
     }

@@ -179,7 +179,7 @@ pub struct Assigned {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SeedError {
-    #[error("the file is not valid: {}", .0.join("; "))]
+    #[error("the file is not valid:\n  {}", .0.join("\n  "))]
     Invalid(Vec<String>),
     #[error(transparent)]
     Database(#[from] sqlx::Error),
@@ -235,7 +235,11 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
         let ein_ok = le.ein.is_empty()
             || (le.ein.len() == 10
                 && le.ein.as_bytes()[2] == b'-'
-                && le.ein.bytes().enumerate().all(|(i, c)| i == 2 || c.is_ascii_digit()));
+                && le
+                    .ein
+                    .bytes()
+                    .enumerate()
+                    .all(|(i, c)| i == 2 || c.is_ascii_digit()));
         if !ein_ok {
             errors.push(format!("{at}.ein: must be empty or written ##-#######"));
         }
@@ -244,7 +248,11 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
                 errors.push(format!("{at}.everifyId: must be a numeric account id"));
             }
         }
-        date(&mut errors, format!("{at}.everifyEffectiveDate"), le.everify_effective_date.as_deref());
+        date(
+            &mut errors,
+            format!("{at}.everifyEffectiveDate"),
+            le.everify_effective_date.as_deref(),
+        );
     }
 
     let group_names: HashMap<String, usize> = org
@@ -299,7 +307,9 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
         }
         for (j, p) in r.permissions.iter().enumerate() {
             if Permission::from_id(*p).is_none() {
-                errors.push(format!("{at}.permissions[{j}]: {p} is not a permission (1 to 12)"));
+                errors.push(format!(
+                    "{at}.permissions[{j}]: {p} is not a permission (1 to 12)"
+                ));
             }
         }
     }
@@ -324,7 +334,9 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
         }
         for (j, g) in u.groups.iter().enumerate() {
             if !group_names.contains_key(&g.to_lowercase()) {
-                errors.push(format!("{at}.groups[{j}]: no group named {g:?} in the file"));
+                errors.push(format!(
+                    "{at}.groups[{j}]: no group named {g:?} in the file"
+                ));
             }
         }
     }
@@ -333,13 +345,18 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
     for (i, c) in org.clients.iter().enumerate() {
         let at = format!("clients[{i}]");
         if c.client_id.trim().is_empty() || !clients.insert(c.client_id.as_str()) {
-            errors.push(format!("{at}.clientId: missing or used twice ({:?})", c.client_id));
+            errors.push(format!(
+                "{at}.clientId: missing or used twice ({:?})",
+                c.client_id
+            ));
         }
         if c.client_secret.chars().count() < 12 {
             errors.push(format!("{at}.clientSecret: at least 12 characters"));
         }
         if Scopes::from_list(&c.scopes).is_none() {
-            errors.push(format!("{at}.scopes: a non-empty list of \"read\" and \"write\""));
+            errors.push(format!(
+                "{at}.scopes: a non-empty list of \"read\" and \"write\""
+            ));
         }
         if let Some(int) = &c.integration {
             if int.client_system.trim().is_empty() {
@@ -362,7 +379,10 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
     for (i, e) in org.employees.iter().enumerate() {
         let at = format!("employees[{i}]");
         if e.profile_id.trim().is_empty() || !profile_ids.insert(e.profile_id.to_lowercase()) {
-            errors.push(format!("{at}.profileId: missing or used twice ({:?})", e.profile_id));
+            errors.push(format!(
+                "{at}.profileId: missing or used twice ({:?})",
+                e.profile_id
+            ));
         }
         for (field, value, max) in [
             ("firstName", Some(e.first_name.as_str()), 40),
@@ -395,7 +415,9 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
             match Ssn::parse(s) {
                 Ok(ssn) => {
                     if !ssn_seen.insert(ssn.as_str().to_owned()) {
-                        errors.push(format!("{at}.socialSecurityNumber: used by another employee in the file"));
+                        errors.push(format!(
+                            "{at}.socialSecurityNumber: used by another employee in the file"
+                        ));
                     }
                     ssns.insert(i, ssn);
                 }
@@ -403,21 +425,40 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
             }
         }
         if !group_names.contains_key(&e.location.to_lowercase()) {
-            errors.push(format!("{at}.location: no group named {:?} in the file", e.location));
+            errors.push(format!(
+                "{at}.location: no group named {:?} in the file",
+                e.location
+            ));
         }
         if let Some(le) = &e.legal_entity {
             if !keys.contains(le.as_str()) {
-                errors.push(format!("{at}.legalEntity: no legal entity with key {le:?} in the file"));
+                errors.push(format!(
+                    "{at}.legalEntity: no legal entity with key {le:?} in the file"
+                ));
             }
         }
         if let Some(lp) = e.language_preference {
             if lp != 1 && lp != 2 {
-                errors.push(format!("{at}.languagePreference: must be 1 (English) or 2 (Spanish)"));
+                errors.push(format!(
+                    "{at}.languagePreference: must be 1 (English) or 2 (Spanish)"
+                ));
             }
         }
-        date(&mut errors, format!("{at}.dateOfBirth"), e.date_of_birth.as_deref());
-        date(&mut errors, format!("{at}.startDate"), e.start_date.as_deref());
-        date(&mut errors, format!("{at}.terminatedDate"), e.terminated_date.as_deref());
+        date(
+            &mut errors,
+            format!("{at}.dateOfBirth"),
+            e.date_of_birth.as_deref(),
+        );
+        date(
+            &mut errors,
+            format!("{at}.startDate"),
+            e.start_date.as_deref(),
+        );
+        date(
+            &mut errors,
+            format!("{at}.terminatedDate"),
+            e.terminated_date.as_deref(),
+        );
     }
     for (i, e) in org.employees.iter().enumerate() {
         let at = format!("employees[{i}]");
@@ -450,7 +491,11 @@ pub fn decode_signing_secret(secret: &str) -> Option<Vec<u8>> {
 }
 
 /// Check and load the organization; returns what it assigned.
-pub async fn load(pool: &PgPool, cipher: &DataCipher, org: &OrgFile) -> Result<Vec<Assigned>, SeedError> {
+pub async fn load(
+    pool: &PgPool,
+    cipher: &DataCipher,
+    org: &OrgFile,
+) -> Result<Vec<Assigned>, SeedError> {
     let checked = check(org)?;
     let mut tx = pool.begin().await?;
     let mut out = Vec::new();
@@ -481,13 +526,20 @@ pub async fn load(pool: &PgPool, cipher: &DataCipher, org: &OrgFile) -> Result<V
         .await?;
         let id = match row {
             Some((id, _)) => id,
-            None => sqlx::query_scalar("SELECT id FROM legal_entities WHERE seed_key = $1")
-                .bind(&le.key)
-                .fetch_one(&mut *tx)
-                .await?,
+            None => {
+                sqlx::query_scalar("SELECT id FROM legal_entities WHERE seed_key = $1")
+                    .bind(&le.key)
+                    .fetch_one(&mut *tx)
+                    .await?
+            }
         };
         entity_ids.insert(le.key.clone(), id);
-        out.push(Assigned { kind: "legal entity", key: le.key.clone(), id, outcome: Outcome::of(row.map(|r| r.1)) });
+        out.push(Assigned {
+            kind: "legal entity",
+            key: le.key.clone(),
+            id,
+            outcome: Outcome::of(row.map(|r| r.1)),
+        });
     }
 
     let mut group_ids: HashMap<String, i64> = HashMap::new();
@@ -506,13 +558,20 @@ pub async fn load(pool: &PgPool, cipher: &DataCipher, org: &OrgFile) -> Result<V
         .await?;
         let id = match row {
             Some((id, _)) => id,
-            None => sqlx::query_scalar("SELECT id FROM groups WHERE lower(name) = lower($1)")
-                .bind(&g.name)
-                .fetch_one(&mut *tx)
-                .await?,
+            None => {
+                sqlx::query_scalar("SELECT id FROM groups WHERE lower(name) = lower($1)")
+                    .bind(&g.name)
+                    .fetch_one(&mut *tx)
+                    .await?
+            }
         };
         group_ids.insert(g.name.to_lowercase(), id);
-        out.push(Assigned { kind: "group", key: g.name.clone(), id, outcome: Outcome::of(row.map(|r| r.1)) });
+        out.push(Assigned {
+            kind: "group",
+            key: g.name.clone(),
+            id,
+            outcome: Outcome::of(row.map(|r| r.1)),
+        });
     }
 
     let mut role_ids = HashMap::new();
@@ -529,10 +588,12 @@ pub async fn load(pool: &PgPool, cipher: &DataCipher, org: &OrgFile) -> Result<V
         .await?;
         let id = match row {
             Some((id, _)) => id,
-            None => sqlx::query_scalar("SELECT id FROM roles WHERE lower(name) = lower($1)")
-                .bind(&r.name)
-                .fetch_one(&mut *tx)
-                .await?,
+            None => {
+                sqlx::query_scalar("SELECT id FROM roles WHERE lower(name) = lower($1)")
+                    .bind(&r.name)
+                    .fetch_one(&mut *tx)
+                    .await?
+            }
         };
         let perms: Vec<i16> = r.permissions.iter().map(|p| *p as i16).collect();
         let changed = replace_set(
@@ -544,7 +605,12 @@ pub async fn load(pool: &PgPool, cipher: &DataCipher, org: &OrgFile) -> Result<V
         )
         .await?;
         role_ids.insert(r.name.to_lowercase(), id);
-        out.push(Assigned { kind: "role", key: r.name.clone(), id, outcome: Outcome::of(row.map(|r| r.1)).or(changed) });
+        out.push(Assigned {
+            kind: "role",
+            key: r.name.clone(),
+            id,
+            outcome: Outcome::of(row.map(|r| r.1)).or(changed),
+        });
     }
 
     for u in &org.users {
@@ -583,8 +649,15 @@ pub async fn load(pool: &PgPool, cipher: &DataCipher, org: &OrgFile) -> Result<V
         .bind(&u.profile_id)
         .fetch_optional(&mut *tx)
         .await?;
-        let id = row.map(|r| r.0).or(existing.map(|e| e.0)).ok_or(sqlx::Error::RowNotFound)?;
-        let groups: Vec<i64> = u.groups.iter().map(|g| group_ids[&g.to_lowercase()]).collect();
+        let id = row
+            .map(|r| r.0)
+            .or(existing.map(|e| e.0))
+            .ok_or(sqlx::Error::RowNotFound)?;
+        let groups: Vec<i64> = u
+            .groups
+            .iter()
+            .map(|g| group_ids[&g.to_lowercase()])
+            .collect();
         let changed = replace_set(
             &mut tx,
             "DELETE FROM user_groups WHERE user_id = $1 AND group_id <> ALL($2)",
@@ -593,7 +666,12 @@ pub async fn load(pool: &PgPool, cipher: &DataCipher, org: &OrgFile) -> Result<V
             &groups,
         )
         .await?;
-        out.push(Assigned { kind: "user", key: u.login.clone(), id, outcome: Outcome::of(row.map(|r| r.1)).or(changed) });
+        out.push(Assigned {
+            kind: "user",
+            key: u.login.clone(),
+            id,
+            outcome: Outcome::of(row.map(|r| r.1)).or(changed),
+        });
     }
 
     for c in &org.clients {
@@ -608,12 +686,14 @@ pub async fn load(pool: &PgPool, cipher: &DataCipher, org: &OrgFile) -> Result<V
             _ => hash_password(&c.client_secret),
         };
         let signing = c.integration.as_ref().map(|int| {
-            let same = existing
-                .as_ref()
-                .and_then(|e| e.2.as_ref())
-                .filter(|ct| cipher.decrypt(Purpose::SigningSecret, ct).is_ok_and(|p| p == int.signing_secret.as_bytes()));
-            same.cloned()
-                .unwrap_or_else(|| cipher.encrypt(Purpose::SigningSecret, int.signing_secret.as_bytes()))
+            let same = existing.as_ref().and_then(|e| e.2.as_ref()).filter(|ct| {
+                cipher
+                    .decrypt(Purpose::SigningSecret, ct)
+                    .is_ok_and(|p| p == int.signing_secret.as_bytes())
+            });
+            same.cloned().unwrap_or_else(|| {
+                cipher.encrypt(Purpose::SigningSecret, int.signing_secret.as_bytes())
+            })
         });
         let scopes = Scopes::from_list(&c.scopes).unwrap_or_default().to_list();
         let row: Option<(i64, bool)> = sqlx::query_as(
@@ -637,8 +717,16 @@ pub async fn load(pool: &PgPool, cipher: &DataCipher, org: &OrgFile) -> Result<V
         .bind(signing)
         .fetch_optional(&mut *tx)
         .await?;
-        let id = row.map(|r| r.0).or(existing.map(|e| e.0)).ok_or(sqlx::Error::RowNotFound)?;
-        out.push(Assigned { kind: "client", key: c.client_id.clone(), id, outcome: Outcome::of(row.map(|r| r.1)) });
+        let id = row
+            .map(|r| r.0)
+            .or(existing.map(|e| e.0))
+            .ok_or(sqlx::Error::RowNotFound)?;
+        out.push(Assigned {
+            kind: "client",
+            key: c.client_id.clone(),
+            id,
+            outcome: Outcome::of(row.map(|r| r.1)),
+        });
     }
 
     for (i, e) in org.employees.iter().enumerate() {
@@ -724,7 +812,10 @@ pub async fn load(pool: &PgPool, cipher: &DataCipher, org: &OrgFile) -> Result<V
             ]),
             _ => SeedError::Database(err),
         })?;
-        let id = row.map(|r| r.0).or(existing.map(|e| e.0)).ok_or(sqlx::Error::RowNotFound)?;
+        let id = row
+            .map(|r| r.0)
+            .or(existing.map(|e| e.0))
+            .ok_or(sqlx::Error::RowNotFound)?;
         let start = checked.dates[&format!("{at}.startDate")];
         let end = checked.dates[&format!("{at}.terminatedDate")];
         let period: Option<(i64, Option<NaiveDate>, Option<NaiveDate>)> = sqlx::query_as(
@@ -793,8 +884,16 @@ where
     T: for<'q> sqlx::Encode<'q, Postgres> + sqlx::Type<Postgres> + Sync,
     for<'a> &'a [T]: sqlx::Encode<'a, Postgres> + sqlx::Type<Postgres>,
 {
-    let deleted = sqlx::query(delete_sql).bind(owner).bind(wanted).execute(&mut **tx).await?;
-    let inserted = sqlx::query(insert_sql).bind(owner).bind(wanted).execute(&mut **tx).await?;
+    let deleted = sqlx::query(delete_sql)
+        .bind(owner)
+        .bind(wanted)
+        .execute(&mut **tx)
+        .await?;
+    let inserted = sqlx::query(insert_sql)
+        .bind(owner)
+        .bind(wanted)
+        .execute(&mut **tx)
+        .await?;
     Ok(deleted.rows_affected() + inserted.rows_affected() > 0)
 }
 
@@ -813,7 +912,10 @@ mod tests {
 
     #[test]
     fn structural_errors_name_the_entry_and_field() {
-        let err = parse(r#"{"users":[{"login":"a","password":"x","firstName":"A","lastName":"B","role":7}]}"#).unwrap_err();
+        let err = parse(
+            r#"{"users":[{"login":"a","password":"x","firstName":"A","lastName":"B","role":7}]}"#,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("users[0].role"), "{err}");
     }
 
@@ -826,7 +928,9 @@ mod tests {
                 "employees":[{"firstName":"E","lastName":"F","profileId":"P1","location":"A","socialSecurityNumber":"123456789","startDate":"2026-02-30"}]}"#,
         )
         .unwrap();
-        let Err(SeedError::Invalid(errors)) = check(&org) else { panic!("expected errors") };
+        let Err(SeedError::Invalid(errors)) = check(&org) else {
+            panic!("expected errors")
+        };
         let all = errors.join("\n");
         for needle in [
             "groups[0].parent",

@@ -47,14 +47,25 @@ mod tests {
 
     #[test]
     fn impossible_or_odd_dates_are_errors() {
-        for bad in ["2026-02-30", "13/01/2026", "2026-3-14", "3/14/2026", "14.03.2026", "", "+2026-03-14", "2026-03-14T00:00"] {
+        for bad in [
+            "2026-02-30",
+            "13/01/2026",
+            "2026-3-14",
+            "3/14/2026",
+            "14.03.2026",
+            "",
+            "+2026-03-14",
+            "2026-03-14T00:00",
+        ] {
             assert!(parse_date(bad).is_err(), "{bad}");
         }
     }
 
     #[test]
     fn timestamps_have_fraction_and_no_zone() {
-        let t = DateTime::parse_from_rfc3339("2026-11-22T14:03:07.123456Z").unwrap().with_timezone(&Utc);
+        let t = DateTime::parse_from_rfc3339("2026-11-22T14:03:07.123456Z")
+            .unwrap()
+            .with_timezone(&Utc);
         assert_eq!(format_timestamp(t), "2026-11-22T14:03:07.123456");
     }
 }

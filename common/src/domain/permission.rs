@@ -126,10 +126,19 @@ mod tests {
 
     #[test]
     fn scopes_parse_every_spelling() {
-        let both = Scopes { read: true, write: true };
+        let both = Scopes {
+            read: true,
+            write: true,
+        };
         assert_eq!(Scopes::parse("read+write"), Some(both));
         assert_eq!(Scopes::parse("read write"), Some(both));
-        assert_eq!(Scopes::parse("write"), Some(Scopes { read: false, write: true }));
+        assert_eq!(
+            Scopes::parse("write"),
+            Some(Scopes {
+                read: false,
+                write: true
+            })
+        );
         assert_eq!(Scopes::parse("admin"), None);
         assert_eq!(Scopes::parse(""), None);
         assert_eq!(both.to_string(), "read+write");

@@ -9,7 +9,9 @@ pub struct Ssn(String);
 pub enum SsnError {
     #[error("must be a social security number written ###-##-####")]
     Format,
-    #[error("is not a valid social security number (area 000, 666 or 9xx, group 00 or serial 0000)")]
+    #[error(
+        "is not a valid social security number (area 000, 666 or 9xx, group 00 or serial 0000)"
+    )]
     Invalid,
 }
 
@@ -27,7 +29,11 @@ impl Ssn {
             return Err(SsnError::Format);
         }
         let (area, group, serial) = (&input[0..3], &input[4..6], &input[7..11]);
-        if area == "000" || area == "666" || area.starts_with('9') || group == "00" || serial == "0000"
+        if area == "000"
+            || area == "666"
+            || area.starts_with('9')
+            || group == "00"
+            || serial == "0000"
         {
             return Err(SsnError::Invalid);
         }
@@ -73,14 +79,28 @@ mod tests {
 
     #[test]
     fn rejects_other_shapes() {
-        for bad in ["123456789", "123-456-789", "12-345-6789", "abc-de-fghi", "123-45-678", "", "١٢٣-٤٥-٦٧٨٩"] {
+        for bad in [
+            "123456789",
+            "123-456-789",
+            "12-345-6789",
+            "abc-de-fghi",
+            "123-45-678",
+            "",
+            "١٢٣-٤٥-٦٧٨٩",
+        ] {
             assert_eq!(Ssn::parse(bad), Err(SsnError::Format), "{bad}");
         }
     }
 
     #[test]
     fn rejects_numbers_never_issued() {
-        for bad in ["000-12-3456", "666-12-3456", "912-34-5678", "123-00-4567", "123-45-0000"] {
+        for bad in [
+            "000-12-3456",
+            "666-12-3456",
+            "912-34-5678",
+            "123-00-4567",
+            "123-45-0000",
+        ] {
             assert_eq!(Ssn::parse(bad), Err(SsnError::Invalid), "{bad}");
         }
     }

@@ -37,7 +37,10 @@ impl I9Status {
 
     /// Open I-9s block the creation of another.
     pub fn is_open(self) -> bool {
-        matches!(self, Self::Section1Incomplete | Self::SignedSec1 | Self::SignedSec2)
+        matches!(
+            self,
+            Self::Section1Incomplete | Self::SignedSec1 | Self::SignedSec2
+        )
     }
 }
 
@@ -62,8 +65,14 @@ mod tests {
     #[test]
     fn employee_status_words() {
         assert_eq!(EmployeeI9Status(None).as_str(), "Not Started");
-        assert_eq!(EmployeeI9Status(Some(I9Status::Section1Incomplete)).as_str(), "Started");
-        assert_eq!(EmployeeI9Status(Some(I9Status::SignedSec1)).as_str(), "Signed Sec 1");
+        assert_eq!(
+            EmployeeI9Status(Some(I9Status::Section1Incomplete)).as_str(),
+            "Started"
+        );
+        assert_eq!(
+            EmployeeI9Status(Some(I9Status::SignedSec1)).as_str(),
+            "Signed Sec 1"
+        );
         for s in I9Status::ALL {
             assert_eq!(I9Status::parse(s.as_str()), Some(s));
         }

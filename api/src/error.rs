@@ -1,0 +1,196 @@
+//! The one error type of the API. Every error leaves as RFC 9457 problem
+//! details (`application/problem+json`); internal errors are logged with the
+//! request id and answered as an opaque 500.
+
+use axum::{
+    http::{header, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+};
+use problem_details::ProblemDetails;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// One invalid field of a request.
+#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
+pub struct FieldError {
+    /// The field or query parameter, as the client wrote it.
+    pub field: String,
+    /// A stable machine-readable code, e.g. `required`, `too_long`, `invalid_format`.
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+/// The problem details body, as documented in the OpenAPI document.
+#[derive(Serialize, ToSchema)]
+pub struct Problem {
+    #[serde(rename = "type")]
+    pub type_: String,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    /// Present on validation errors (400 for queries, 422 for bodies).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Vec<FieldError>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("bad request: {detail}")]
+    BadRequest {
+        detail: String,
+        errors: Vec<FieldError>,
+    },
+    /// Missing, malformed, unknown, expired or revoked access token.
+    #[error("unauthorized")]
+    Unauthorized,
+    #[error("insufficient scope: {0}")]
+    InsufficientScope(&'static str),
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+    #[error("not found")]
+    NotFound,
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("conflict: {0}")]
+    Conflict(String),
+    #[error("validation failed")]
+    Validation(Vec<FieldError>),
+    #[error("database unavailable")]
+    Unavailable,
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+impl From<sqlx::Error> for ApiError {
+    fn from(e: sqlx::Error) -> Self {
+        match e {
+            sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
+                ApiError::Unavailable
+            }
+            other => ApiError::Internal(other.into()),
+        }
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+#[derive(Serialize)]
+struct Errors {
+    errors: Vec<FieldError>,
+}
+
+impl ApiError {
+    pub fn bad_query(errors: Vec<FieldError>) -> Self {
+        ApiError::BadRequest {
+            detail: "The query string is not valid; see errors.".into(),
+            errors,
+        }
+    }
+
+    fn parts(&self) -> (StatusCode, &'static str, String) {
+        match self {
+            ApiError::BadRequest { detail, .. } => {
+                (StatusCode::BAD_REQUEST, "bad-request", detail.clone())
+            }
+            ApiError::Unauthorized => (
+                StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "A valid bearer access token is required.".into(),
+            ),
+            ApiError::InsufficientScope(scope) => (
+                StatusCode::FORBIDDEN,
+                "insufficient-scope",
+                format!("The access token lacks the `{scope}` scope."),
+            ),
+            ApiError::Forbidden(d) => (StatusCode::FORBIDDEN, "forbidden", d.clone()),
+            ApiError::NotFound => (
+                StatusCode::NOT_FOUND,
+                "not-found",
+                "No such resource.".into(),
+            ),
+            ApiError::MethodNotAllowed => (
+                StatusCode::METHOD_NOT_ALLOWED,
+                "method-not-allowed",
+                "This method is not allowed on this resource.".into(),
+            ),
+            ApiError::Conflict(d) => (StatusCode::CONFLICT, "conflict", d.clone()),
+            ApiError::Validation(_) => (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "validation-error",
+                "The request is not valid; see errors.".into(),
+            ),
+            ApiError::Unavailable => (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "The service is temporarily unavailable; retry later.".into(),
+            ),
+            ApiError::Internal(_) => (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal-error",
+                "An unexpected error occurred. Quote the x-request-id header when reporting it."
+                    .into(),
+            ),
+        }
+    }
+}
+
+pub fn problem(status: StatusCode, slug: &str, detail: impl Into<String>) -> ProblemDetails {
+    ProblemDetails::from_status_code(status)
+        .with_type(
+            format!("/problems/{slug}")
+                .parse()
+                .unwrap_or_else(|_| axum::http::Uri::from_static("about:blank")),
+        )
+        .with_detail(detail.into())
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        match &self {
+            ApiError::Internal(e) => tracing::error!(error = ?e, "internal error"),
+            ApiError::Unavailable => tracing::warn!("database unavailable"),
+            _ => {}
+        }
+        let (status, slug, detail) = self.parts();
+        let base = problem(status, slug, detail);
+        let mut response = match self {
+            ApiError::Validation(errors) | ApiError::BadRequest { errors, .. }
+                if !errors.is_empty() =>
+            {
+                base.with_extensions(Errors { errors }).into_response()
+            }
+            _ => base.into_response(),
+        };
+        match status {
+            StatusCode::UNAUTHORIZED => {
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static(r#"Bearer realm="i9", error="invalid_token""#),
+                );
+            }
+            StatusCode::FORBIDDEN if slug == "insufficient-scope" => {
+                response.headers_mut().insert(
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static(r#"Bearer realm="i9", error="insufficient_scope""#),
+                );
+            }
+            StatusCode::SERVICE_UNAVAILABLE => {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            }
+            _ => {}
+        }
+        response
+    }
+}

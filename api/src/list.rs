@@ -1,0 +1,357 @@
+//! Collections: the strict query string of decisions.md section 4 (known
+//! parameters only, typed filters, `page` and `page_size`), and the paging links.
+
+use chrono::NaiveDate;
+use i9_common::domain::{parse_date, Ssn};
+use serde::Serialize;
+use sqlx::{Postgres, QueryBuilder};
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, FieldError};
+
+pub const MAX_PAGE_SIZE: i64 = 50;
+
+/// A link of a record or a list.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Link {
+    pub rel: String,
+    pub href: String,
+}
+
+impl Link {
+    pub fn new(rel: &str, href: impl Into<String>) -> Self {
+        Self {
+            rel: rel.to_owned(),
+            href: href.into(),
+        }
+    }
+}
+
+/// Every list response.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListResponse<T> {
+    pub search_result: Vec<T>,
+    pub links: Vec<Link>,
+}
+
+/// How a filter's value is typed and compared.
+#[derive(Debug, Clone, Copy)]
+pub enum FilterKind {
+    /// Case-insensitive exact match on a text column expression.
+    Text(&'static str),
+    /// Exact match on an integer column.
+    Int(&'static str),
+    /// `1` or `2`.
+    Language(&'static str),
+    Date(&'static str),
+    Bool(&'static str),
+    /// Exact match through the keyed SSN hash.
+    Ssn(&'static str),
+    /// `true`/`false`, compared with an expression supplied at query time.
+    Computed,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct FilterSpec {
+    pub name: &'static str,
+    pub kind: FilterKind,
+}
+
+pub const fn filter(name: &'static str, kind: FilterKind) -> FilterSpec {
+    FilterSpec { name, kind }
+}
+
+#[derive(Debug, Clone)]
+pub enum FilterValue {
+    Text(String),
+    Int(i64),
+    Date(NaiveDate),
+    Bool(bool),
+    Ssn(Ssn),
+}
+
+#[derive(Debug, Clone)]
+pub struct Filter {
+    pub spec: FilterSpec,
+    pub value: FilterValue,
+}
+
+/// A parsed list query.
+#[derive(Debug, Clone)]
+pub struct ListQuery {
+    pub page: i64,
+    pub page_size: i64,
+    page_size_given: bool,
+    pub filters: Vec<Filter>,
+    /// The filters as the client wrote them, for the links.
+    raw_filters: Vec<(String, String)>,
+}
+
+impl ListQuery {
+    /// Parse `raw` against the collection's filters. Unknown or repeated
+    /// parameters, bad values and bad paging are 400s naming every one.
+    pub fn parse(raw: Option<&str>, specs: &[FilterSpec]) -> Result<Self, ApiError> {
+        let pairs: Vec<(String, String)> =
+            serde_urlencoded::from_str(raw.unwrap_or("")).map_err(|_| {
+                ApiError::bad_query(vec![FieldError::new(
+                    "query",
+                    "malformed",
+                    "The query string cannot be decoded.",
+                )])
+            })?;
+        let mut errors = Vec::new();
+        let mut page = 1;
+        let mut page_size = MAX_PAGE_SIZE;
+        let mut page_size_given = false;
+        let mut filters = Vec::new();
+        let mut raw_filters = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (name, value) in pairs {
+            if !seen.insert(name.clone()) {
+                errors.push(FieldError::new(
+                    &name,
+                    "repeated",
+                    "Give this parameter at most once.",
+                ));
+                continue;
+            }
+            match name.as_str() {
+                "page" | "page_size" => match value.trim().parse::<i64>() {
+                    Ok(n) if n >= 1 => {
+                        if name == "page" {
+                            page = n;
+                        } else {
+                            page_size = n.min(MAX_PAGE_SIZE);
+                            page_size_given = true;
+                        }
+                    }
+                    _ => errors.push(FieldError::new(
+                        &name,
+                        "invalid_integer",
+                        "Must be a positive integer.",
+                    )),
+                },
+                _ => {
+                    let Some(spec) = specs.iter().find(|s| s.name == name) else {
+                        let accepted: Vec<&str> = specs
+                            .iter()
+                            .map(|s| s.name)
+                            .chain(["page", "page_size"])
+                            .collect();
+                        errors.push(FieldError::new(
+                            &name,
+                            "unknown_parameter",
+                            format!("Unknown parameter. Accepted: {}.", accepted.join(", ")),
+                        ));
+                        continue;
+                    };
+                    match parse_value(spec, &value) {
+                        Ok(v) => {
+                            filters.push(Filter {
+                                spec: *spec,
+                                value: v,
+                            });
+                            raw_filters.push((name, value));
+                        }
+                        Err(e) => errors.push(e),
+                    }
+                }
+            }
+        }
+        if !errors.is_empty() {
+            return Err(ApiError::bad_query(errors));
+        }
+        Ok(Self {
+            page,
+            page_size,
+            page_size_given,
+            filters,
+            raw_filters,
+        })
+    }
+
+    pub fn offset(&self) -> i64 {
+        (self.page - 1).saturating_mul(self.page_size)
+    }
+
+    /// Append `AND ...` for every filter; `computed` renders the
+    /// [`FilterKind::Computed`] ones.
+    pub fn push_filters<'a>(
+        &'a self,
+        qb: &mut QueryBuilder<'a, Postgres>,
+        ssn_hash: &dyn Fn(&Ssn) -> Vec<u8>,
+        computed: &dyn Fn(&str, bool, &mut QueryBuilder<'a, Postgres>),
+    ) {
+        for f in &self.filters {
+            match (f.spec.kind, &f.value) {
+                (FilterKind::Text(col), FilterValue::Text(v)) => {
+                    qb.push(format_args!(" AND lower({col}) = lower("));
+                    qb.push_bind(v.as_str());
+                    qb.push(")");
+                }
+                (FilterKind::Int(col) | FilterKind::Language(col), FilterValue::Int(v)) => {
+                    qb.push(format_args!(" AND {col} = "));
+                    qb.push_bind(*v);
+                }
+                (FilterKind::Date(col), FilterValue::Date(v)) => {
+                    qb.push(format_args!(" AND {col} = "));
+                    qb.push_bind(*v);
+                }
+                (FilterKind::Bool(col), FilterValue::Bool(v)) => {
+                    qb.push(format_args!(" AND {col} = "));
+                    qb.push_bind(*v);
+                }
+                (FilterKind::Ssn(col), FilterValue::Ssn(v)) => {
+                    qb.push(format_args!(" AND {col} = "));
+                    qb.push_bind(ssn_hash(v));
+                }
+                (FilterKind::Computed, FilterValue::Bool(v)) => computed(f.spec.name, *v, qb),
+                _ => {}
+            }
+        }
+    }
+
+    /// `self`, `first`, `last`, and `next` / `previous` where they exist.
+    pub fn links(&self, path: &str, total: i64) -> Vec<Link> {
+        let last = ((total + self.page_size - 1) / self.page_size).max(1);
+        let href = |page: i64| {
+            let mut pairs = self.raw_filters.clone();
+            pairs.push(("page".into(), page.to_string()));
+            if self.page_size_given {
+                pairs.push(("page_size".into(), self.page_size.to_string()));
+            }
+            let qs = serde_urlencoded::to_string(&pairs).unwrap_or_default();
+            format!("{path}?{qs}")
+        };
+        let mut links = vec![
+            Link::new("self", href(self.page)),
+            Link::new("first", href(1)),
+            Link::new("last", href(last)),
+        ];
+        if self.page < last {
+            links.push(Link::new("next", href(self.page + 1)));
+        }
+        if self.page > 1 {
+            links.push(Link::new("previous", href((self.page - 1).min(last))));
+        }
+        links
+    }
+}
+
+fn parse_value(spec: &FilterSpec, value: &str) -> Result<FilterValue, FieldError> {
+    let name = spec.name;
+    if value.is_empty() {
+        return Err(FieldError::new(name, "empty", "Must not be empty."));
+    }
+    match spec.kind {
+        FilterKind::Text(_) => {
+            if value.chars().count() > 255 {
+                Err(FieldError::new(name, "too_long", "At most 255 characters."))
+            } else {
+                Ok(FilterValue::Text(value.to_owned()))
+            }
+        }
+        FilterKind::Int(_) => value
+            .trim()
+            .parse::<i64>()
+            .map(FilterValue::Int)
+            .map_err(|_| FieldError::new(name, "invalid_integer", "Must be an integer.")),
+        FilterKind::Language(_) => match value.trim() {
+            "1" => Ok(FilterValue::Int(1)),
+            "2" => Ok(FilterValue::Int(2)),
+            _ => Err(FieldError::new(
+                name,
+                "invalid_value",
+                "Must be 1 (English) or 2 (Spanish).",
+            )),
+        },
+        FilterKind::Date(_) => parse_date(value)
+            .map(FilterValue::Date)
+            .map_err(|e| FieldError::new(name, "invalid_date", format!("Must be a date: {e}."))),
+        FilterKind::Bool(_) | FilterKind::Computed => match value.to_ascii_lowercase().as_str() {
+            "true" => Ok(FilterValue::Bool(true)),
+            "false" => Ok(FilterValue::Bool(false)),
+            _ => Err(FieldError::new(
+                name,
+                "invalid_boolean",
+                "Must be true or false.",
+            )),
+        },
+        // The value itself never appears in an error.
+        FilterKind::Ssn(_) => Ssn::parse(value.trim())
+            .map(FilterValue::Ssn)
+            .map_err(|_| FieldError::new(name, "invalid_format", "Must be written ###-##-####.")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPECS: &[FilterSpec] = &[
+        filter("lastName", FilterKind::Text("last_name")),
+        filter(
+            "languagePreference",
+            FilterKind::Language("language_preference"),
+        ),
+        filter("socialSecurityNumber", FilterKind::Ssn("ssn_hash")),
+    ];
+
+    fn field_names(e: ApiError) -> Vec<String> {
+        match e {
+            ApiError::BadRequest { errors, .. } => errors.into_iter().map(|e| e.field).collect(),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_and_cap() {
+        let q = ListQuery::parse(None, SPECS).unwrap();
+        assert_eq!((q.page, q.page_size), (1, 50));
+        let q = ListQuery::parse(Some("page_size=500&page=3"), SPECS).unwrap();
+        assert_eq!((q.page, q.page_size, q.offset()), (3, 50, 100));
+    }
+
+    #[test]
+    fn every_bad_parameter_is_named() {
+        let e = ListQuery::parse(Some("page=0&page_size=x&lastname=Smith&languagePreference=3&socialSecurityNumber=123456789"), SPECS).unwrap_err();
+        assert_eq!(
+            field_names(e),
+            [
+                "page",
+                "page_size",
+                "lastname",
+                "languagePreference",
+                "socialSecurityNumber"
+            ]
+        );
+    }
+
+    #[test]
+    fn links_keep_filters_and_page_size() {
+        let q =
+            ListQuery::parse(Some("lastName=O%27Neil+Smith&page=2&page_size=10"), SPECS).unwrap();
+        let links = q.links("/v1/employees", 35);
+        let get = |rel: &str| links.iter().find(|l| l.rel == rel).map(|l| l.href.clone());
+        assert_eq!(
+            get("self").unwrap(),
+            "/v1/employees?lastName=O%27Neil+Smith&page=2&page_size=10"
+        );
+        assert_eq!(
+            get("last").unwrap(),
+            "/v1/employees?lastName=O%27Neil+Smith&page=4&page_size=10"
+        );
+        assert_eq!(
+            get("next").unwrap(),
+            "/v1/employees?lastName=O%27Neil+Smith&page=3&page_size=10"
+        );
+        assert_eq!(
+            get("previous").unwrap(),
+            "/v1/employees?lastName=O%27Neil+Smith&page=1&page_size=10"
+        );
+        let q = ListQuery::parse(None, SPECS).unwrap();
+        let links = q.links("/v1/employees", 0);
+        assert_eq!(links.len(), 3, "no next or previous on a single page");
+    }
+}

@@ -1,0 +1,123 @@
+//! Cross-cutting layers: request ids in logs, problem details for every
+//! error (including the framework's own rejections), metrics.
+
+use std::{any::Any, sync::OnceLock, time::Instant};
+
+use axum::{
+    body::Body,
+    extract::{MatchedPath, Request},
+    http::{header, HeaderValue, StatusCode},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tower_http::{
+    classify::{ServerErrorsAsFailures, SharedClassifier},
+    trace::TraceLayer,
+};
+use tracing::Span;
+
+use crate::error::problem;
+
+/// Logs one span per request with its id, method and path. Never the query
+/// string: it may hold a social security number.
+pub fn trace_layer(
+) -> TraceLayer<SharedClassifier<ServerErrorsAsFailures>, impl Fn(&Request<Body>) -> Span + Clone> {
+    TraceLayer::new_for_http().make_span_with(|req: &Request<Body>| {
+        let request_id = req
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("-");
+        tracing::info_span!("request", request_id, method = %req.method(), path = req.uri().path())
+    })
+}
+
+/// Turn any error response that is not already problem details (or an OAuth
+/// error) into problem details, keeping its status and headers.
+pub async fn problem_details(req: Request, next: Next) -> Response {
+    let response = next.run(req).await;
+    let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if content_type.starts_with("application/problem+json")
+        || content_type.starts_with("application/json")
+    {
+        return response;
+    }
+    let (slug, detail) = match status {
+        StatusCode::BAD_REQUEST => ("bad-request", "The request is malformed."),
+        StatusCode::NOT_FOUND => ("not-found", "No such resource."),
+        StatusCode::METHOD_NOT_ALLOWED => (
+            "method-not-allowed",
+            "This method is not allowed on this resource.",
+        ),
+        StatusCode::PAYLOAD_TOO_LARGE => (
+            "payload-too-large",
+            "The request body is larger than 256 KiB.",
+        ),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => (
+            "unsupported-media-type",
+            "Send the body as application/json.",
+        ),
+        StatusCode::REQUEST_TIMEOUT => ("timeout", "The request took too long."),
+        s if s.is_server_error() => (
+            "internal-error",
+            "An unexpected error occurred. Quote the x-request-id header when reporting it.",
+        ),
+        _ => ("error", "The request failed."),
+    };
+    let (mut parts, _) = response.into_parts();
+    let replacement = problem(status, slug, detail).into_response();
+    let (new_parts, body) = replacement.into_parts();
+    parts.headers.remove(header::CONTENT_LENGTH);
+    if let Some(ct) = new_parts.headers.get(header::CONTENT_TYPE) {
+        parts.headers.insert(header::CONTENT_TYPE, ct.clone());
+    }
+    Response::from_parts(parts, body)
+}
+
+pub fn panic_response(err: Box<dyn Any + Send + 'static>) -> Response {
+    let _ = err; // the message may hold request data: not logged
+    tracing::error!("handler panicked");
+    let mut r = StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    r.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain"));
+    r
+}
+
+/// The process-wide Prometheus recorder.
+pub fn metrics_handle() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new().build_recorder();
+            let handle = recorder.handle();
+            let _ = metrics::set_global_recorder(recorder);
+            handle
+        })
+        .clone()
+}
+
+pub async fn track_metrics(req: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let path = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let method = req.method().to_string();
+    let response = next.run(req).await;
+    let status = response.status().as_u16().to_string();
+    metrics::counter!("http_requests_total", "method" => method.clone(), "path" => path.clone(), "status" => status)
+        .increment(1);
+    metrics::histogram!("http_request_duration_seconds", "method" => method, "path" => path)
+        .record(start.elapsed().as_secs_f64());
+    response
+}

@@ -1,0 +1,123 @@
+//! `GET /v1/eins` and `GET /v1/eins/{id}`: legal entities.
+
+use axum::{
+    extract::{RawQuery, State},
+    Json,
+};
+use chrono::NaiveDate;
+use i9_common::domain::{Permission, Scope};
+use serde::Serialize;
+use sqlx::{FromRow, QueryBuilder};
+use utoipa::{IntoParams, ToSchema};
+
+use super::Id;
+use crate::{
+    auth::Caller,
+    error::{ApiError, ApiResult, Problem},
+    list::{filter, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse},
+    state::AppState,
+};
+
+pub const FILTERS: &[FilterSpec] = &[
+    filter("entityName", K::Text("entity_name")),
+    filter("everifyId", K::Text("everify_id")),
+    filter("ein", K::Text("ein")),
+];
+
+/// Filters of `GET /v1/eins` (exact match, case-insensitive).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(non_snake_case, dead_code)]
+pub struct EinFilters {
+    entityName: Option<String>,
+    /// Numeric verification-program account id.
+    everifyId: Option<String>,
+    /// Employer identification number, `##-#######`.
+    ein: Option<String>,
+    page: Option<i64>,
+    page_size: Option<i64>,
+}
+
+#[derive(Debug, FromRow, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LegalEntity {
+    pub id: i64,
+    pub entity_name: String,
+    /// May be empty.
+    pub ein: String,
+    pub everify_id: Option<String>,
+    pub everify_effective_date: Option<NaiveDate>,
+    /// e.g. `Not Ready`, `Active`.
+    pub everify_status: String,
+    pub active: bool,
+    #[sqlx(skip)]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub links: Option<Vec<Link>>,
+}
+
+const COLUMNS: &str =
+    "id, entity_name, ein, everify_id, everify_effective_date, everify_status, active";
+
+#[utoipa::path(
+    get, path = "/v1/eins", tag = "legal entities", params(EinFilters),
+    responses(
+        (status = 200, body = ListResponse<LegalEntity>),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["read"]))
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<ListResponse<LegalEntity>>> {
+    caller.require(Scope::Read, Permission::ViewLegalEntities)?;
+    let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
+    let hash = |s: &_| state.cipher.ssn_search_hash(s);
+    let none = |_: &str, _: bool, _: &mut QueryBuilder<'_, sqlx::Postgres>| {};
+    let mut count = QueryBuilder::new("SELECT count(*) FROM legal_entities WHERE TRUE");
+    q.push_filters(&mut count, &hash, &none);
+    let total: i64 = count.build_query_scalar().fetch_one(&state.pool).await?;
+    let mut select = QueryBuilder::new(format!("SELECT {COLUMNS} FROM legal_entities WHERE TRUE"));
+    q.push_filters(&mut select, &hash, &none);
+    select
+        .push(" ORDER BY id LIMIT ")
+        .push_bind(q.page_size)
+        .push(" OFFSET ")
+        .push_bind(q.offset());
+    let rows = select.build_query_as().fetch_all(&state.pool).await?;
+    Ok(Json(ListResponse {
+        links: q.links("/v1/eins", total),
+        search_result: rows,
+    }))
+}
+
+#[utoipa::path(
+    get, path = "/v1/eins/{id}", tag = "legal entities",
+    params(("id" = i64, Path, description = "Legal entity id")),
+    responses(
+        (status = 200, body = LegalEntity),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["read"]))
+)]
+pub async fn get_one(
+    State(state): State<AppState>,
+    caller: Caller,
+    Id(id): Id,
+) -> ApiResult<Json<LegalEntity>> {
+    caller.require(Scope::Read, Permission::ViewLegalEntities)?;
+    let mut le: LegalEntity = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM legal_entities WHERE id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(&state.pool)
+    .await?
+    .ok_or(ApiError::NotFound)?;
+    le.links = Some(vec![Link::new("self", format!("/v1/eins/{id}"))]);
+    Ok(Json(le))
+}

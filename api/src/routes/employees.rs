@@ -1,0 +1,324 @@
+//! `GET /v1/employees` and `GET /v1/employees/{id}`.
+
+use axum::{
+    extract::{RawQuery, State},
+    Json,
+};
+use chrono::NaiveDate;
+use i9_common::{
+    crypto::Purpose,
+    domain::{Permission, Scope},
+};
+use serde::Serialize;
+use sqlx::{FromRow, QueryBuilder};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{reveal_ssn, Id};
+use crate::{
+    audit,
+    auth::Caller,
+    error::{ApiError, ApiResult, Problem},
+    list::{filter, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse},
+    state::AppState,
+};
+
+pub const FILTERS: &[FilterSpec] = &[
+    filter("custom1", K::Text("e.custom1")),
+    filter("custom2", K::Text("e.custom2")),
+    filter("custom3", K::Text("e.custom3")),
+    filter("custom4", K::Text("e.custom4")),
+    filter("custom5", K::Text("e.custom5")),
+    filter("custom6", K::Text("e.custom6")),
+    filter("custom7", K::Text("e.custom7")),
+    filter("custom8", K::Text("e.custom8")),
+    filter("emailAddress", K::Text("e.email_address")),
+    filter("firstName", K::Text("e.first_name")),
+    filter("jobTitle", K::Text("e.job_title")),
+    filter("lastName", K::Text("e.last_name")),
+    filter("middleName", K::Text("e.middle_name")),
+    filter("otherName", K::Text("e.other_name")),
+    filter("profileId", K::Text("e.profile_id")),
+    filter("socialSecurityNumber", K::Ssn("e.ssn_hash")),
+    filter("dateOfBirth", K::Date("e.date_of_birth")),
+    filter("languagePreference", K::Language("e.language_preference")),
+    filter("legalEntity", K::Int("e.legal_entity_id")),
+    filter("locationId", K::Int("e.location_id")),
+];
+
+/// Filters of `GET /v1/employees` (exact match, case-insensitive).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(non_snake_case, dead_code)]
+pub struct EmployeeFilters {
+    custom1: Option<String>,
+    custom2: Option<String>,
+    custom3: Option<String>,
+    custom4: Option<String>,
+    custom5: Option<String>,
+    custom6: Option<String>,
+    custom7: Option<String>,
+    custom8: Option<String>,
+    emailAddress: Option<String>,
+    firstName: Option<String>,
+    jobTitle: Option<String>,
+    lastName: Option<String>,
+    middleName: Option<String>,
+    otherName: Option<String>,
+    profileId: Option<String>,
+    /// `###-##-####`.
+    socialSecurityNumber: Option<String>,
+    /// `YYYY-MM-DD` or `MM/DD/YYYY`.
+    dateOfBirth: Option<String>,
+    /// 1 (English) or 2 (Spanish).
+    languagePreference: Option<i32>,
+    /// Legal entity id.
+    legalEntity: Option<i64>,
+    /// Group id.
+    locationId: Option<i64>,
+    /// Page number, from 1.
+    page: Option<i64>,
+    /// Items per page, 1 to 50 (larger values are treated as 50).
+    page_size: Option<i64>,
+}
+
+/// The employee's `i9Status`, derived from its latest I-9.
+const LATEST_I9: &str = "LEFT JOIN LATERAL (
+        SELECT i.id, i.status, i.i9_expiration FROM i9s i WHERE i.employee_id = e.id ORDER BY i.id DESC LIMIT 1
+    ) li ON TRUE";
+const I9_STATUS: &str =
+    "COALESCE(CASE li.status WHEN 'Section 1 Incomplete' THEN 'Started' ELSE li.status END, 'Not Started')";
+
+#[derive(Debug, FromRow, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmployeeSummary {
+    pub id: i64,
+    /// Not Started, Started, Signed Sec 1, Signed Sec 2, Completed, Approved or Parked.
+    pub i9_status: String,
+    pub i9_expiration: Option<NaiveDate>,
+    pub first_name: String,
+    pub last_name: String,
+    /// `###-##-####`, masked `***-**-1234` without permission 12.
+    #[sqlx(skip)]
+    pub social_security_number: Option<String>,
+    pub profile_id: Option<String>,
+    #[serde(skip)]
+    pub ssn_ciphertext: Option<Vec<u8>>,
+    #[serde(skip)]
+    pub ssn_last4: Option<String>,
+}
+
+#[utoipa::path(
+    get, path = "/v1/employees", tag = "employees",
+    params(EmployeeFilters),
+    responses(
+        (status = 200, description = "A page of employees the caller may see", body = ListResponse<EmployeeSummary>),
+        (status = 400, description = "Unknown parameter or bad value", body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["read"]))
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<ListResponse<EmployeeSummary>>> {
+    caller.require(Scope::Read, Permission::ViewEmployees)?;
+    let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
+    let visibility = caller.visible_groups(&state.pool).await?;
+    let hash = |s: &_| state.cipher.ssn_search_hash(s);
+    let none = |_: &str, _: bool, _: &mut QueryBuilder<'_, sqlx::Postgres>| {};
+
+    let mut count = QueryBuilder::new("SELECT count(*) FROM employees e WHERE TRUE");
+    q.push_filters(&mut count, &hash, &none);
+    visibility.push_filter(&mut count, "e.location_id");
+    let total: i64 = count.build_query_scalar().fetch_one(&state.pool).await?;
+
+    let mut select = QueryBuilder::new(format!(
+        "SELECT e.id, {I9_STATUS} AS i9_status, li.i9_expiration, e.first_name, e.last_name, e.profile_id,
+                e.ssn_ciphertext, e.ssn_last4
+         FROM employees e {LATEST_I9} WHERE TRUE"
+    ));
+    q.push_filters(&mut select, &hash, &none);
+    visibility.push_filter(&mut select, "e.location_id");
+    select
+        .push(" ORDER BY e.id LIMIT ")
+        .push_bind(q.page_size)
+        .push(" OFFSET ")
+        .push_bind(q.offset());
+    let mut rows: Vec<EmployeeSummary> = select.build_query_as().fetch_all(&state.pool).await?;
+
+    let mut revealed = Vec::new();
+    for r in &mut rows {
+        r.social_security_number = reveal_ssn(
+            &state,
+            &caller,
+            Purpose::EmployeeSsn,
+            r.ssn_ciphertext.as_deref(),
+            r.ssn_last4.as_deref(),
+        )?;
+        if r.ssn_ciphertext.is_some() && caller.has(Permission::FullSsn) {
+            revealed.push(r.id);
+        }
+    }
+    audit::record_ssn_reads(&state.pool, &caller, "employee", &revealed).await?;
+    Ok(Json(ListResponse {
+        links: q.links("/v1/employees", total),
+        search_result: rows,
+    }))
+}
+
+#[derive(Debug, FromRow, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmployeeRecord {
+    pub id: i64,
+    /// `<lastName>, <firstName>`.
+    pub full_name: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub middle_name: Option<String>,
+    /// `###-##-####`, masked `***-**-1234` without permission 12.
+    #[sqlx(skip)]
+    pub social_security_number: Option<String>,
+    pub date_of_birth: Option<NaiveDate>,
+    /// Start of the current period of employment.
+    pub start_date: Option<NaiveDate>,
+    /// End of the current period of employment.
+    pub terminated_date: Option<NaiveDate>,
+    pub profile_id: Option<String>,
+    pub other_name: Option<String>,
+    pub job_title: Option<String>,
+    pub email_address: Option<String>,
+    /// The employee's group.
+    pub location_id: i64,
+    /// Legal entity id.
+    #[sqlx(rename = "legal_entity_id")]
+    pub legal_entity: Option<i64>,
+    /// 1 English, 2 Spanish.
+    pub language_preference: Option<i16>,
+    pub custom1: Option<String>,
+    pub custom2: Option<String>,
+    pub custom3: Option<String>,
+    pub custom4: Option<String>,
+    pub custom5: Option<String>,
+    pub custom6: Option<String>,
+    pub custom7: Option<String>,
+    pub custom8: Option<String>,
+    pub notification_email1: Option<String>,
+    pub notification_email2: Option<String>,
+    pub address_street: Option<String>,
+    pub address_street2: Option<String>,
+    pub address_apartment: Option<String>,
+    pub address_city: Option<String>,
+    pub address_state: Option<String>,
+    pub address_country: Option<String>,
+    pub address_zip: Option<String>,
+    pub work_number: Option<String>,
+    pub work_extension: Option<String>,
+    pub home_number: Option<String>,
+    pub home_extension: Option<String>,
+    pub cell_number: Option<String>,
+    pub cell_extension: Option<String>,
+    pub integration_client_system: Option<String>,
+    pub integration_client_process: Option<String>,
+    pub integration_hr_url: Option<String>,
+    #[serde(rename = "IntegrationTransactionId")]
+    pub integration_transaction_id: Option<String>,
+    pub integration_request_id: Option<String>,
+    pub integration_candidate_id: Option<String>,
+    pub integration_service_id: Option<String>,
+    pub integration_report_url: Option<String>,
+    pub employee_return_url: Option<String>,
+    /// Derived from the latest I-9.
+    pub i9_status: String,
+    pub i9_expiration: Option<NaiveDate>,
+    /// The Section 1 link of an I-9 requested by this response's write;
+    /// `null` on GET (the link is a credential and is shown only once).
+    #[sqlx(skip)]
+    pub i9_form_section1_link: Option<String>,
+    /// Where Section 2 of the open I-9 is recorded; `null` when there is none.
+    #[sqlx(skip)]
+    pub i9_form_section2_link: Option<String>,
+    /// `self`, and `i9s` for each I-9 of the employee, newest first.
+    #[sqlx(skip)]
+    pub links: Vec<Link>,
+    #[serde(skip)]
+    pub ssn_ciphertext: Option<Vec<u8>>,
+    #[serde(skip)]
+    pub ssn_last4: Option<String>,
+    #[serde(skip)]
+    pub open_i9_id: Option<i64>,
+}
+
+/// Load one employee the caller may see, with its SSN revealed or masked.
+pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<EmployeeRecord> {
+    let mut rec: EmployeeRecord = sqlx::query_as(&format!(
+        "SELECT e.*, e.last_name || ', ' || e.first_name AS full_name,
+                p.start_date, p.terminated_date, {I9_STATUS} AS i9_status, li.i9_expiration,
+                CASE WHEN li.status IN ('Section 1 Incomplete', 'Signed Sec 1', 'Signed Sec 2') THEN li.id END AS open_i9_id
+         FROM employees e
+         {LATEST_I9}
+         LEFT JOIN LATERAL (
+             SELECT start_date, terminated_date FROM employment_periods p
+             WHERE p.employee_id = e.id ORDER BY p.id DESC LIMIT 1
+         ) p ON TRUE
+         WHERE e.id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(&state.pool)
+    .await?
+    .ok_or(ApiError::NotFound)?;
+    if !caller
+        .visible_groups(&state.pool)
+        .await?
+        .sees(rec.location_id)
+    {
+        return Err(ApiError::NotFound);
+    }
+    let i9_ids: Vec<i64> =
+        sqlx::query_scalar("SELECT id FROM i9s WHERE employee_id = $1 ORDER BY id DESC")
+            .bind(id)
+            .fetch_all(&state.pool)
+            .await?;
+    rec.social_security_number = reveal_ssn(
+        state,
+        caller,
+        Purpose::EmployeeSsn,
+        rec.ssn_ciphertext.as_deref(),
+        rec.ssn_last4.as_deref(),
+    )?;
+    if rec.ssn_ciphertext.is_some() && caller.has(Permission::FullSsn) {
+        audit::record_ssn_reads(&state.pool, caller, "employee", &[id]).await?;
+    }
+    rec.i9_form_section2_link = rec
+        .open_i9_id
+        .map(|i9| format!("{}/v1/i9s/{i9}/section2", state.config.public_base_url));
+    rec.links = std::iter::once(Link::new("self", format!("/v1/employees/{id}")))
+        .chain(
+            i9_ids
+                .iter()
+                .map(|i| Link::new("i9s", format!("/v1/i9s/{i}"))),
+        )
+        .collect();
+    Ok(rec)
+}
+
+#[utoipa::path(
+    get, path = "/v1/employees/{id}", tag = "employees",
+    params(("id" = i64, Path, description = "Employee id")),
+    responses(
+        (status = 200, description = "The employee", body = EmployeeRecord),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such employee, or not in the caller's groups", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["read"]))
+)]
+pub async fn get_one(
+    State(state): State<AppState>,
+    caller: Caller,
+    Id(id): Id,
+) -> ApiResult<Json<EmployeeRecord>> {
+    caller.require(Scope::Read, Permission::ViewEmployees)?;
+    Ok(Json(load(&state, &caller, id).await?))
+}

@@ -1,0 +1,252 @@
+//! `GET /v1/i9s` and `GET /v1/i9s/{id}`: I-9 records of the employees the
+//! caller may see.
+
+use axum::{
+    extract::{RawQuery, State},
+    Json,
+};
+use chrono::{DateTime, NaiveDate, Utc};
+use i9_common::{
+    crypto::Purpose,
+    domain::{Permission, Scope},
+};
+use serde::Serialize;
+use sqlx::{FromRow, QueryBuilder};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{reveal_ssn, Id};
+use crate::{
+    audit,
+    auth::Caller,
+    error::{ApiError, ApiResult, Problem},
+    format,
+    list::{filter, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse},
+    state::AppState,
+};
+
+pub const FILTERS: &[FilterSpec] = &[
+    filter("firstName", K::Text("i.first_name")),
+    filter("lastName", K::Text("i.last_name")),
+    filter("startDate", K::Date("i.start_date")),
+    filter("i9Expiration", K::Date("i.i9_expiration")),
+];
+
+/// Filters of `GET /v1/i9s` (exact match, case-insensitive).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(non_snake_case, dead_code)]
+pub struct I9Filters {
+    firstName: Option<String>,
+    lastName: Option<String>,
+    /// The I-9 hire date, `YYYY-MM-DD` or `MM/DD/YYYY`.
+    startDate: Option<String>,
+    /// The date reverification is due, `YYYY-MM-DD` or `MM/DD/YYYY`.
+    i9Expiration: Option<String>,
+    page: Option<i64>,
+    page_size: Option<i64>,
+}
+
+#[derive(Debug, FromRow, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct I9Summary {
+    pub id: i64,
+    pub first_name: String,
+    pub last_name: String,
+    pub email_address: Option<String>,
+}
+
+#[derive(Debug, FromRow, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct I9Record {
+    pub id: i64,
+    /// The employee this I-9 belongs to.
+    pub employee_id: i64,
+    /// Section 1 Incomplete, Signed Sec 1, Signed Sec 2, Completed, Approved or Parked.
+    #[sqlx(rename = "status")]
+    pub i9_status: String,
+    pub i9_notes: Option<String>,
+    pub form_type: i32,
+    /// Edition of the form, e.g. `01/20/25`.
+    pub form_version: String,
+    /// citizen, noncitizen national, permanent resident or alien authorized to work.
+    pub attestation: Option<String>,
+    /// Whether the employee completes Section 1 remotely.
+    pub remote: bool,
+    #[serde(serialize_with = "format::timestamp")]
+    #[schema(value_type = String, example = "2026-11-22T14:03:07.123456")]
+    pub date_created: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "format::timestamp")]
+    #[schema(value_type = Option<String>)]
+    pub date_completed: Option<DateTime<Utc>>,
+    /// Section 2 deadline: three business days after the start date.
+    pub date_due: Option<NaiveDate>,
+    #[serde(serialize_with = "format::timestamp")]
+    #[schema(value_type = Option<String>)]
+    pub date_approved: Option<DateTime<Utc>>,
+    pub start_date: Option<NaiveDate>,
+    /// When reverification is due.
+    pub i9_expiration: Option<NaiveDate>,
+    /// The earliest date the record may be purged, once the employee is terminated.
+    pub retention_date: Option<NaiveDate>,
+    pub signed_date_employee: Option<NaiveDate>,
+    pub signed_date_employer: Option<NaiveDate>,
+    pub signed_date_translator: Option<NaiveDate>,
+    pub first_name: String,
+    pub last_name: String,
+    pub middle_initial: Option<String>,
+    pub other_name: Option<String>,
+    pub date_of_birth: Option<NaiveDate>,
+    /// `###-##-####`, masked `***-**-1234` without permission 12.
+    #[sqlx(skip)]
+    pub ssn: Option<String>,
+    pub email_address: Option<String>,
+    pub phone_number: Option<String>,
+    pub address_street: Option<String>,
+    pub address_apartment: Option<String>,
+    pub address_city: Option<String>,
+    pub address_state: Option<String>,
+    pub address_zip: Option<String>,
+    pub work_authorization: Option<String>,
+    pub alien_number: Option<String>,
+    pub admission_number: Option<String>,
+    pub foreign_passport_number: Option<String>,
+    pub foreign_passport_country: Option<String>,
+    pub employer_first_name: Option<String>,
+    pub employer_last_name: Option<String>,
+    pub employer_title: Option<String>,
+    pub employer_business: Option<String>,
+    pub employer_address: Option<String>,
+    pub employer_city: Option<String>,
+    pub employer_state: Option<String>,
+    pub employer_zip: Option<String>,
+    pub translator_first_name: Option<String>,
+    pub translator_last_name: Option<String>,
+    pub translator_address: Option<String>,
+    pub translator_city: Option<String>,
+    pub translator_state: Option<String>,
+    pub translator_zip: Option<String>,
+    pub list_a1_doc_title: Option<String>,
+    pub list_a1_doc_issuer: Option<String>,
+    pub list_a1_doc_number: Option<String>,
+    pub list_a1_doc_expiration: Option<NaiveDate>,
+    pub list_a2_doc_title: Option<String>,
+    pub list_a2_doc_issuer: Option<String>,
+    pub list_a2_doc_number: Option<String>,
+    pub list_a2_doc_expiration: Option<NaiveDate>,
+    pub list_a3_doc_title: Option<String>,
+    pub list_a3_doc_issuer: Option<String>,
+    pub list_a3_doc_number: Option<String>,
+    pub list_a3_doc_expiration: Option<NaiveDate>,
+    pub list_b_doc_title: Option<String>,
+    pub list_b_doc_issuer: Option<String>,
+    pub list_b_doc_number: Option<String>,
+    pub list_b_doc_expiration: Option<NaiveDate>,
+    pub list_c_doc_title: Option<String>,
+    pub list_c_doc_issuer: Option<String>,
+    pub list_c_doc_number: Option<String>,
+    pub list_c_doc_expiration: Option<NaiveDate>,
+    /// `self` and `employee`.
+    #[sqlx(skip)]
+    pub links: Vec<Link>,
+    #[serde(skip)]
+    pub ssn_ciphertext: Option<Vec<u8>>,
+    #[serde(skip)]
+    pub ssn_last4: Option<String>,
+    #[serde(skip)]
+    pub location_id: i64,
+}
+
+#[utoipa::path(
+    get, path = "/v1/i9s", tag = "i9s", params(I9Filters),
+    responses(
+        (status = 200, body = ListResponse<I9Summary>),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["read"]))
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<ListResponse<I9Summary>>> {
+    caller.require(Scope::Read, Permission::ViewI9s)?;
+    let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
+    let visibility = caller.visible_groups(&state.pool).await?;
+    let hash = |s: &_| state.cipher.ssn_search_hash(s);
+    let none = |_: &str, _: bool, _: &mut QueryBuilder<'_, sqlx::Postgres>| {};
+    const FROM: &str = " FROM i9s i JOIN employees e ON e.id = i.employee_id WHERE TRUE";
+    let mut count = QueryBuilder::new(format!("SELECT count(*){FROM}"));
+    q.push_filters(&mut count, &hash, &none);
+    visibility.push_filter(&mut count, "e.location_id");
+    let total: i64 = count.build_query_scalar().fetch_one(&state.pool).await?;
+    let mut select = QueryBuilder::new(format!(
+        "SELECT i.id, i.first_name, i.last_name, i.email_address{FROM}"
+    ));
+    q.push_filters(&mut select, &hash, &none);
+    visibility.push_filter(&mut select, "e.location_id");
+    select
+        .push(" ORDER BY i.id LIMIT ")
+        .push_bind(q.page_size)
+        .push(" OFFSET ")
+        .push_bind(q.offset());
+    let rows = select.build_query_as().fetch_all(&state.pool).await?;
+    Ok(Json(ListResponse {
+        links: q.links("/v1/i9s", total),
+        search_result: rows,
+    }))
+}
+
+/// Load one I-9 the caller may see, with its SSN revealed or masked.
+pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Record> {
+    let mut rec: I9Record = sqlx::query_as(
+        "SELECT i.*, e.location_id FROM i9s i JOIN employees e ON e.id = i.employee_id WHERE i.id = $1",
+    )
+    .bind(id)
+    .fetch_optional(&state.pool)
+    .await?
+    .ok_or(ApiError::NotFound)?;
+    if !caller
+        .visible_groups(&state.pool)
+        .await?
+        .sees(rec.location_id)
+    {
+        return Err(ApiError::NotFound);
+    }
+    rec.ssn = reveal_ssn(
+        state,
+        caller,
+        Purpose::I9Ssn,
+        rec.ssn_ciphertext.as_deref(),
+        rec.ssn_last4.as_deref(),
+    )?;
+    if rec.ssn_ciphertext.is_some() && caller.has(Permission::FullSsn) {
+        audit::record_ssn_reads(&state.pool, caller, "i9", &[id]).await?;
+    }
+    rec.links = vec![
+        Link::new("self", format!("/v1/i9s/{id}")),
+        Link::new("employee", format!("/v1/employees/{}", rec.employee_id)),
+    ];
+    Ok(rec)
+}
+
+#[utoipa::path(
+    get, path = "/v1/i9s/{id}", tag = "i9s",
+    params(("id" = i64, Path, description = "I-9 id")),
+    responses(
+        (status = 200, body = I9Record),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such I-9, or its employee is not in the caller's groups", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["read"]))
+)]
+pub async fn get_one(
+    State(state): State<AppState>,
+    caller: Caller,
+    Id(id): Id,
+) -> ApiResult<Json<I9Record>> {
+    caller.require(Scope::Read, Permission::ViewI9s)?;
+    Ok(Json(load(&state, &caller, id).await?))
+}

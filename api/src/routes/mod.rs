@@ -1,0 +1,60 @@
+//! The HTTP routes: one module per resource.
+
+pub mod eins;
+pub mod employees;
+pub mod groups;
+pub mod health;
+pub mod i9s;
+pub mod oauth;
+pub mod openapi;
+pub mod roles;
+pub mod users;
+
+use axum::{extract::FromRequestParts, http::request::Parts};
+use i9_common::{
+    crypto::Purpose,
+    domain::{ssn_mask::mask_last4, Permission},
+};
+
+use crate::{auth::Caller, error::ApiError, state::AppState};
+
+/// A numeric id from the path. Anything else names no resource: 404.
+pub struct Id(pub i64);
+
+impl<S: Send + Sync> FromRequestParts<S> for Id {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let axum::extract::Path(raw) =
+            axum::extract::Path::<String>::from_request_parts(parts, state)
+                .await
+                .map_err(|_| ApiError::NotFound)?;
+        raw.parse::<i64>()
+            .ok()
+            .filter(|id| *id > 0)
+            .map(Id)
+            .ok_or(ApiError::NotFound)
+    }
+}
+
+/// The SSN as the caller may see it: whole with permission 12, masked
+/// otherwise. The caller records the audit entry for a whole one.
+pub fn reveal_ssn(
+    state: &AppState,
+    caller: &Caller,
+    purpose: Purpose,
+    ciphertext: Option<&[u8]>,
+    last4: Option<&str>,
+) -> Result<Option<String>, ApiError> {
+    match (ciphertext, last4) {
+        (Some(ct), _) if caller.has(Permission::FullSsn) => {
+            let ssn = state
+                .cipher
+                .decrypt_ssn(purpose, ct)
+                .map_err(|e| ApiError::Internal(e.into()))?;
+            Ok(Some(ssn.as_str().to_owned()))
+        }
+        (_, Some(l4)) => Ok(Some(mask_last4(l4))),
+        _ => Ok(None),
+    }
+}

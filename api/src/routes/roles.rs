@@ -1,0 +1,117 @@
+//! `GET /v1/roles` and `GET /v1/roles/{role_id}`.
+
+use axum::{
+    extract::{RawQuery, State},
+    Json,
+};
+use i9_common::domain::{Permission, Scope};
+use serde::Serialize;
+use sqlx::{FromRow, QueryBuilder};
+use utoipa::{IntoParams, ToSchema};
+
+use super::Id;
+use crate::{
+    auth::Caller,
+    error::{ApiError, ApiResult, Problem},
+    list::{filter, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse},
+    state::AppState,
+};
+
+pub const FILTERS: &[FilterSpec] = &[filter("name", K::Text("name"))];
+
+/// Filters of `GET /v1/roles` (exact match, case-insensitive).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct RoleFilters {
+    /// The role's unique name.
+    name: Option<String>,
+    page: Option<i64>,
+    page_size: Option<i64>,
+}
+
+#[derive(Debug, FromRow, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleSummary {
+    pub id: i64,
+    pub name: String,
+    pub description: String,
+}
+
+#[derive(Debug, FromRow, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RoleRecord {
+    pub id: i64,
+    pub name: String,
+    pub description: String,
+    /// Permission ids (1 to 12, see the API guide).
+    pub permissions: Vec<i16>,
+    #[sqlx(skip)]
+    pub links: Vec<Link>,
+}
+
+#[utoipa::path(
+    get, path = "/v1/roles", tag = "roles", params(RoleFilters),
+    responses(
+        (status = 200, body = ListResponse<RoleSummary>),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["read"]))
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<ListResponse<RoleSummary>>> {
+    caller.require(Scope::Read, Permission::ViewRoles)?;
+    let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
+    let hash = |s: &_| state.cipher.ssn_search_hash(s);
+    let none = |_: &str, _: bool, _: &mut QueryBuilder<'_, sqlx::Postgres>| {};
+    let mut count = QueryBuilder::new("SELECT count(*) FROM roles WHERE TRUE");
+    q.push_filters(&mut count, &hash, &none);
+    let total: i64 = count.build_query_scalar().fetch_one(&state.pool).await?;
+    let mut select = QueryBuilder::new("SELECT id, name, description FROM roles WHERE TRUE");
+    q.push_filters(&mut select, &hash, &none);
+    select
+        .push(" ORDER BY id LIMIT ")
+        .push_bind(q.page_size)
+        .push(" OFFSET ")
+        .push_bind(q.offset());
+    let rows = select.build_query_as().fetch_all(&state.pool).await?;
+    Ok(Json(ListResponse {
+        links: q.links("/v1/roles", total),
+        search_result: rows,
+    }))
+}
+
+#[utoipa::path(
+    get, path = "/v1/roles/{role_id}", tag = "roles",
+    params(("role_id" = i64, Path, description = "Role id")),
+    responses(
+        (status = 200, body = RoleRecord),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["read"]))
+)]
+pub async fn get_one(
+    State(state): State<AppState>,
+    caller: Caller,
+    Id(id): Id,
+) -> ApiResult<Json<RoleRecord>> {
+    caller.require(Scope::Read, Permission::ViewRoles)?;
+    let mut role: RoleRecord = sqlx::query_as(
+        "SELECT id, name, description,
+                ARRAY(SELECT permission_id FROM role_permissions WHERE role_id = r.id ORDER BY permission_id) AS permissions
+         FROM roles r WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(&state.pool)
+    .await?
+    .ok_or(ApiError::NotFound)?;
+    role.links = vec![Link::new("self", format!("/v1/roles/{id}"))];
+    Ok(Json(role))
+}

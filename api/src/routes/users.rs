@@ -1,0 +1,175 @@
+//! `GET /v1/users` and `GET /v1/users/{user_id}`.
+
+use axum::{
+    extract::{RawQuery, State},
+    Json,
+};
+use i9_common::domain::{Permission, Scope};
+use serde::{Deserialize, Serialize};
+use sqlx::{FromRow, QueryBuilder};
+use utoipa::{IntoParams, ToSchema};
+
+use super::Id;
+use crate::{
+    auth::Caller,
+    error::{ApiError, ApiResult, Problem},
+    list::{filter, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse},
+    state::AppState,
+};
+
+pub const FILTERS: &[FilterSpec] = &[
+    filter("emailAddress", K::Text("u.email_address")),
+    filter("firstName", K::Text("u.first_name")),
+    filter("lastName", K::Text("u.last_name")),
+    filter("login", K::Text("u.login")),
+    filter("middleName", K::Text("u.middle_name")),
+    filter("title", K::Text("u.title")),
+];
+
+/// Filters of `GET /v1/users` (exact match, case-insensitive).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(non_snake_case, dead_code)]
+pub struct UserFilters {
+    emailAddress: Option<String>,
+    firstName: Option<String>,
+    lastName: Option<String>,
+    login: Option<String>,
+    middleName: Option<String>,
+    title: Option<String>,
+    page: Option<i64>,
+    page_size: Option<i64>,
+}
+
+/// `{id, name}` of a role or group.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct NamedRef {
+    pub id: i64,
+    pub name: String,
+}
+
+/// Users ordered by `fullName`, then id (decisions.md section 4).
+pub const ORDER: &str = " ORDER BY lower(u.last_name || ', ' || u.first_name), u.id";
+
+pub const GROUPS_OF_USER: &str = "COALESCE((
+        SELECT json_agg(json_build_object('id', g.id, 'name', g.name) ORDER BY g.id)
+        FROM user_groups ug JOIN groups g ON g.id = ug.group_id WHERE ug.user_id = u.id
+    ), '[]'::json) AS groups";
+
+#[derive(Debug, FromRow, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserSummary {
+    pub id: i64,
+    pub first_name: String,
+    pub last_name: String,
+    /// `<lastName>, <firstName>`.
+    pub full_name: String,
+    pub title: Option<String>,
+    pub email_address: Option<String>,
+    pub retired: bool,
+    #[sqlx(json)]
+    pub role: NamedRef,
+    #[sqlx(json)]
+    pub groups: Vec<NamedRef>,
+    pub profile_id: Option<String>,
+}
+
+#[derive(Debug, FromRow, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserRecord {
+    pub id: i64,
+    pub login: String,
+    pub first_name: String,
+    pub middle_name: Option<String>,
+    pub last_name: String,
+    pub full_name: String,
+    pub title: Option<String>,
+    pub email_address: Option<String>,
+    pub retired: bool,
+    #[sqlx(json)]
+    pub role: NamedRef,
+    #[sqlx(json)]
+    pub groups: Vec<NamedRef>,
+    pub profile_id: Option<String>,
+    pub saml_id: Option<String>,
+    pub oauth_id: Option<String>,
+    pub work_number: Option<String>,
+    pub work_extension: Option<String>,
+    pub home_number: Option<String>,
+    pub home_extension: Option<String>,
+    pub cell_number: Option<String>,
+    pub cell_extension: Option<String>,
+    #[sqlx(skip)]
+    pub links: Vec<Link>,
+}
+
+fn select_users() -> String {
+    format!(
+        "SELECT u.*, u.last_name || ', ' || u.first_name AS full_name,
+                json_build_object('id', r.id, 'name', r.name) AS role, {GROUPS_OF_USER}
+         FROM users u JOIN roles r ON r.id = u.role_id WHERE TRUE"
+    )
+}
+
+#[utoipa::path(
+    get, path = "/v1/users", tag = "users", params(UserFilters),
+    responses(
+        (status = 200, description = "Users ordered by fullName", body = ListResponse<UserSummary>),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["read"]))
+)]
+pub async fn list(
+    State(state): State<AppState>,
+    caller: Caller,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<ListResponse<UserSummary>>> {
+    caller.require(Scope::Read, Permission::ViewUsers)?;
+    let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
+    let hash = |s: &_| state.cipher.ssn_search_hash(s);
+    let none = |_: &str, _: bool, _: &mut QueryBuilder<'_, sqlx::Postgres>| {};
+    let mut count = QueryBuilder::new("SELECT count(*) FROM users u WHERE TRUE");
+    q.push_filters(&mut count, &hash, &none);
+    let total: i64 = count.build_query_scalar().fetch_one(&state.pool).await?;
+    let mut select = QueryBuilder::new(select_users());
+    q.push_filters(&mut select, &hash, &none);
+    select
+        .push(ORDER)
+        .push(" LIMIT ")
+        .push_bind(q.page_size)
+        .push(" OFFSET ")
+        .push_bind(q.offset());
+    let rows = select.build_query_as().fetch_all(&state.pool).await?;
+    Ok(Json(ListResponse {
+        links: q.links("/v1/users", total),
+        search_result: rows,
+    }))
+}
+
+#[utoipa::path(
+    get, path = "/v1/users/{user_id}", tag = "users",
+    params(("user_id" = i64, Path, description = "User id")),
+    responses(
+        (status = 200, body = UserRecord),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["read"]))
+)]
+pub async fn get_one(
+    State(state): State<AppState>,
+    caller: Caller,
+    Id(id): Id,
+) -> ApiResult<Json<UserRecord>> {
+    caller.require(Scope::Read, Permission::ViewUsers)?;
+    let mut user: UserRecord = sqlx::query_as(&format!("{} AND u.id = $1", select_users()))
+        .bind(id)
+        .fetch_optional(&state.pool)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    user.links = vec![Link::new("self", format!("/v1/users/{id}"))];
+    Ok(Json(user))
+}

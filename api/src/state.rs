@@ -1,0 +1,15 @@
+//! What every handler shares.
+
+use std::sync::Arc;
+
+use i9_common::{crypto::DataCipher, Config};
+use metrics_exporter_prometheus::PrometheusHandle;
+use sqlx::PgPool;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: PgPool,
+    pub config: Arc<Config>,
+    pub cipher: DataCipher,
+    pub metrics: PrometheusHandle,
+}
