@@ -154,11 +154,14 @@ impl Config {
         })
     }
 
-    /// A configuration for tests and local tools: development keys, the
-    /// given database.
+    /// A configuration for tests: development keys and defaults, the given
+    /// database, and `AMQP_URL` from the environment if set.
     pub fn for_tests(database_url: &str) -> Self {
-        let mut c = Self::from_env().unwrap_or_else(|_| Self::dev_defaults());
+        let mut c = Self::dev_defaults();
         database_url.clone_into(&mut c.database_url);
+        if let Some(url) = var("AMQP_URL") {
+            c.amqp_url = url;
+        }
         c
     }
 

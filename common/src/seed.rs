@@ -490,6 +490,9 @@ pub fn decode_signing_secret(secret: &str) -> Option<Vec<u8>> {
     (24..=64).contains(&bytes.len()).then_some(bytes)
 }
 
+/// id, SSN hash and SSN ciphertext of an employee already in the database.
+type ExistingEmployee = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// Check and load the organization; returns what it assigned.
 pub async fn load(
     pool: &PgPool,
@@ -733,7 +736,7 @@ pub async fn load(
         let at = format!("employees[{i}]");
         let ssn = checked.ssns.get(&i);
         let ssn_hash = ssn.map(|s| cipher.ssn_search_hash(s));
-        let existing: Option<(i64, Option<Vec<u8>>, Option<Vec<u8>>)> = sqlx::query_as(
+        let existing: Option<ExistingEmployee> = sqlx::query_as(
             "SELECT id, ssn_hash, ssn_ciphertext FROM employees WHERE lower(profile_id) = lower($1)",
         )
         .bind(&e.profile_id)

@@ -1,1 +1,306 @@
+//! Test helpers: `spawn_app()` starts the real API on a free port against a
+//! fresh Postgres database of its own, migrated and seeded with the example
+//! organization. The database is dropped when the `TestApp` is dropped.
 
+use std::{path::PathBuf, sync::Arc};
+
+use i9_api::Application;
+use i9_common::{crypto::DataCipher, db::MIGRATOR, seed, Config};
+use serde_json::Value;
+use sqlx::{postgres::PgPoolOptions, Connection, Executor, PgConnection, PgPool};
+
+/// The server (maintenance) database tests create their databases from.
+pub fn admin_database_url() -> String {
+    std::env::var("TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+pub fn fixture_path() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fixtures/org.json")
+}
+
+pub fn fixture() -> seed::OrgFile {
+    let text = std::fs::read_to_string(fixture_path()).expect("fixture readable");
+    seed::parse(&text).expect("fixture parses")
+}
+
+/// Credentials of the example organization.
+pub const PORTAL: (&str, &str) = ("acme-hr-portal", "portal-secret-change-me");
+pub const REPORTING: (&str, &str) = ("acme-reporting", "reporting-secret-change-me");
+pub const ADMIN: (&str, &str) = ("admin", "admin-Passw0rd!");
+pub const WEST_HR: (&str, &str) = ("west.hr", "west-Passw0rd!");
+pub const BOSTON_VIEWER: (&str, &str) = ("boston.viewer", "boston-Passw0rd!");
+pub const ATS_BOT: (&str, &str) = ("ats.bot", "ats-Passw0rd!");
+
+/// A database of its own, dropped on drop.
+pub struct TestDb {
+    pub name: String,
+    pub url: String,
+    pub pool: PgPool,
+}
+
+impl TestDb {
+    pub async fn new() -> Self {
+        let admin_url = admin_database_url();
+        let name = format!("i9_test_{}", uuid::Uuid::new_v4().simple());
+        let mut conn = PgConnection::connect(&admin_url)
+            .await
+            .expect("Postgres reachable (TEST_DATABASE_URL)");
+        conn.execute(format!(r#"CREATE DATABASE "{name}""#).as_str())
+            .await
+            .expect("create test database");
+        conn.close().await.ok();
+        let url = match admin_url.rsplit_once('/') {
+            Some((base, _)) => format!("{base}/{name}"),
+            None => panic!("TEST_DATABASE_URL needs a database path"),
+        };
+        let pool = PgPoolOptions::new()
+            .max_connections(10)
+            .connect(&url)
+            .await
+            .expect("connect test database");
+        MIGRATOR.run(&pool).await.expect("migrations apply");
+        Self { name, url, pool }
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        let admin_url = admin_database_url();
+        // Drop needs its own runtime: the test's may be shutting down.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            if let Ok(rt) = rt {
+                rt.block_on(async {
+                    if let Ok(mut conn) = PgConnection::connect(&admin_url).await {
+                        let _ = conn
+                            .execute(
+                                format!(r#"DROP DATABASE IF EXISTS "{name}" WITH (FORCE)"#)
+                                    .as_str(),
+                            )
+                            .await;
+                    }
+                });
+            }
+        })
+        .join();
+    }
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub port: u16,
+    pub db: TestDb,
+    pub config: Arc<Config>,
+    pub cipher: DataCipher,
+    pub http: reqwest::Client,
+}
+
+/// Start the API with a fresh, seeded database.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
+    let db = TestDb::new().await;
+    let mut config = Config::for_tests(&db.url);
+    config.bind_addr = ([127, 0, 0, 1], 0).into();
+    configure(&mut config);
+    let cipher = DataCipher::from_config(&config);
+    seed::load(&db.pool, &cipher, &fixture())
+        .await
+        .expect("seed the example organization");
+    let app = Application::build(config.clone(), db.pool.clone())
+        .await
+        .expect("build app");
+    let port = app.port();
+    tokio::spawn(app.run(std::future::pending()));
+    TestApp {
+        address: format!("http://127.0.0.1:{port}"),
+        port,
+        db,
+        config: Arc::new(config),
+        cipher,
+        http: reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client"),
+    }
+}
+
+impl TestApp {
+    pub fn pool(&self) -> &PgPool {
+        &self.db.pool
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    /// POST a form to the token endpoint.
+    pub async fn token_request(&self, form: &[(&str, &str)]) -> reqwest::Response {
+        self.http
+            .post(self.url("/oauth2/access_token"))
+            .form(form)
+            .send()
+            .await
+            .expect("token request")
+    }
+
+    pub async fn token_request_owned(&self, form: Vec<(&str, &str)>) -> reqwest::Response {
+        self.token_request(&form).await
+    }
+
+    /// Sign in with the password grant; returns the whole token response.
+    pub async fn sign_in_with(
+        &self,
+        client: (&str, &str),
+        user: (&str, &str),
+        scope: Option<&str>,
+    ) -> Value {
+        let mut form = vec![
+            ("grant_type", "password"),
+            ("client_id", client.0),
+            ("client_secret", client.1),
+            ("username", user.0),
+            ("password", user.1),
+        ];
+        if let Some(s) = scope {
+            form.push(("scope", s));
+        }
+        let r = self.token_request(&form).await;
+        assert_eq!(r.status(), 200, "sign-in of {} failed", user.0);
+        r.json().await.expect("token json")
+    }
+
+    /// An access token of `user` through the read+write portal client.
+    pub async fn token(&self, user: (&str, &str)) -> String {
+        self.sign_in_with(PORTAL, user, None).await["access_token"]
+            .as_str()
+            .expect("access_token")
+            .to_owned()
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> reqwest::Response {
+        self.http
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("GET")
+    }
+
+    /// GET and expect 200 with JSON.
+    pub async fn get_json(&self, path: &str, token: &str) -> Value {
+        let r = self.get(path, token).await;
+        let status = r.status();
+        let body = r.text().await.expect("body");
+        assert_eq!(status, 200, "GET {path}: {body}");
+        serde_json::from_str(&body).expect("json body")
+    }
+
+    pub async fn id_of(&self, sql: &str, key: &str) -> i64 {
+        sqlx::query_scalar(sql)
+            .bind(key)
+            .fetch_one(self.pool())
+            .await
+            .expect("id lookup")
+    }
+
+    pub async fn employee_id(&self, profile_id: &str) -> i64 {
+        self.id_of("SELECT id FROM employees WHERE profile_id = $1", profile_id)
+            .await
+    }
+
+    pub async fn group_id(&self, name: &str) -> i64 {
+        self.id_of("SELECT id FROM groups WHERE name = $1", name)
+            .await
+    }
+
+    /// Insert an employee directly (the write API comes later), optionally with an SSN.
+    pub async fn insert_employee(
+        &self,
+        first: &str,
+        last: &str,
+        group: &str,
+        ssn: Option<&str>,
+    ) -> i64 {
+        let location = self.group_id(group).await;
+        let ssn = ssn.map(|s| i9_common::domain::Ssn::parse(s).expect("valid ssn"));
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO employees (first_name, last_name, location_id, ssn_ciphertext, ssn_hash, ssn_last4)
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
+        )
+        .bind(first)
+        .bind(last)
+        .bind(location)
+        .bind(ssn.as_ref().map(|s| self.cipher.encrypt_ssn(i9_common::crypto::Purpose::EmployeeSsn, s)))
+        .bind(ssn.as_ref().map(|s| self.cipher.ssn_search_hash(s)))
+        .bind(ssn.as_ref().map(|s| s.last4().to_owned()))
+        .fetch_one(self.pool())
+        .await
+        .expect("insert employee");
+        sqlx::query("INSERT INTO employment_periods (employee_id, start_date) VALUES ($1, DATE '2026-11-02')")
+            .bind(id)
+            .execute(self.pool())
+            .await
+            .expect("insert period");
+        id
+    }
+
+    /// Insert an I-9 for an employee directly, copying its names; returns its id.
+    pub async fn insert_i9(&self, employee_id: i64, status: &str) -> i64 {
+        use i9_common::crypto::Purpose;
+        let ssn: Option<Vec<u8>> =
+            sqlx::query_scalar("SELECT ssn_ciphertext FROM employees WHERE id = $1")
+                .bind(employee_id)
+                .fetch_one(self.pool())
+                .await
+                .expect("employee exists");
+        let ssn = ssn.map(|ct| {
+            let plain = self
+                .cipher
+                .decrypt_ssn(Purpose::EmployeeSsn, &ct)
+                .expect("decrypts");
+            self.cipher.encrypt_ssn(Purpose::I9Ssn, &plain)
+        });
+        sqlx::query_scalar(
+            "INSERT INTO i9s (employee_id, status, form_version, first_name, last_name, email_address,
+                              start_date, date_due, ssn_ciphertext, ssn_last4)
+             SELECT e.id, $2, '01/20/25', e.first_name, e.last_name, e.email_address,
+                    p.start_date, p.start_date + 3, $3, e.ssn_last4
+             FROM employees e LEFT JOIN employment_periods p ON p.employee_id = e.id
+             WHERE e.id = $1 ORDER BY p.id DESC LIMIT 1
+             RETURNING id",
+        )
+        .bind(employee_id)
+        .bind(status)
+        .bind(ssn)
+        .fetch_one(self.pool())
+        .await
+        .expect("insert i9")
+    }
+}
+
+/// The `href` of the link with `rel`, if any.
+pub fn link(body: &Value, rel: &str) -> Option<String> {
+    body["links"]
+        .as_array()?
+        .iter()
+        .find(|l| l["rel"] == rel)
+        .and_then(|l| l["href"].as_str())
+        .map(str::to_owned)
+}
+
+/// The ids of a list response's `searchResult`.
+pub fn ids(body: &Value) -> Vec<i64> {
+    body["searchResult"]
+        .as_array()
+        .expect("searchResult array")
+        .iter()
+        .map(|r| r["id"].as_i64().expect("int id"))
+        .collect()
+}

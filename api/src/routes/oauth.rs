@@ -311,7 +311,9 @@ async fn password_grant(
     .await?;
     if failures >= state.config.sign_in_max_failures {
         let now = Utc::now().timestamp() as f64;
-        let retry_after = (oldest.unwrap_or(now) + window - now).ceil().max(1.0) as i64;
+        let retry_after = (oldest.unwrap_or(now) + window - now)
+            .ceil()
+            .clamp(1.0, window) as i64;
         tracing::warn!("sign-in throttled after repeated failures");
         return Err(OAuthError::Throttled { retry_after });
     }

@@ -1,0 +1,13 @@
+//! Integration tests of the API against the real Postgres (a database per test).
+
+#![allow(clippy::unwrap_used)] // test helpers may panic
+
+mod access;
+mod auth;
+mod lists;
+mod openapi;
+mod operations;
+mod records;
+mod seed;
+mod ssn;
+mod storage;
