@@ -61,11 +61,12 @@ pub fn router(state: AppState) -> Router {
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
             Duration::from_secs(30),
         ))
-        .layer(axum::middleware::from_fn(middleware::problem_details))
         .layer(CatchPanicLayer::custom(middleware::panic_response))
+        .layer(axum::middleware::from_fn(middleware::problem_details))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(middleware::trace_layer())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(axum::middleware::from_fn(middleware::sanitize_request_id))
         .with_state(state)
 }
 

@@ -117,8 +117,8 @@ impl ListQuery {
                 continue;
             }
             match name.as_str() {
-                "page" | "page_size" => match value.trim().parse::<i64>() {
-                    Ok(n) if n >= 1 => {
+                "page" | "page_size" => match parse_positive(&value) {
+                    Some(n) => {
                         if name == "page" {
                             page = n;
                         } else {
@@ -237,6 +237,16 @@ impl ListQuery {
         }
         links
     }
+}
+
+/// A positive integer; one too large for i64 saturates (a huge `page_size`
+/// is simply capped, a huge `page` is past the end).
+fn parse_positive(value: &str) -> Option<i64> {
+    let v = value.trim();
+    if v.is_empty() || !v.bytes().all(|c| c.is_ascii_digit()) || v.bytes().all(|c| c == b'0') {
+        return None;
+    }
+    Some(v.parse::<i64>().unwrap_or(i64::MAX))
 }
 
 fn parse_value(spec: &FilterSpec, value: &str) -> Result<FilterValue, FieldError> {

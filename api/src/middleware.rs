@@ -13,24 +13,30 @@ use axum::{
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tower_http::{
     classify::{ServerErrorsAsFailures, SharedClassifier},
-    trace::TraceLayer,
+    trace::{DefaultOnResponse, TraceLayer},
 };
-use tracing::Span;
+use tracing::{Level, Span};
 
 use crate::error::problem;
 
 /// Logs one span per request with its id, method and path. Never the query
 /// string: it may hold a social security number.
-pub fn trace_layer(
-) -> TraceLayer<SharedClassifier<ServerErrorsAsFailures>, impl Fn(&Request<Body>) -> Span + Clone> {
-    TraceLayer::new_for_http().make_span_with(|req: &Request<Body>| {
-        let request_id = req
-            .headers()
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("-");
-        tracing::info_span!("request", request_id, method = %req.method(), path = req.uri().path())
-    })
+pub fn trace_layer() -> TraceLayer<
+    SharedClassifier<ServerErrorsAsFailures>,
+    impl Fn(&Request<Body>) -> Span + Clone,
+    tower_http::trace::DefaultOnRequest,
+    DefaultOnResponse,
+> {
+    TraceLayer::new_for_http()
+        .make_span_with(|req: &Request<Body>| {
+            let request_id = req
+                .headers()
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("-");
+            tracing::info_span!("request", request_id, method = %req.method(), path = req.uri().path())
+        })
+        .on_response(DefaultOnResponse::new().level(Level::INFO))
 }
 
 /// Turn any error response that is not already problem details (or an OAuth
@@ -66,7 +72,11 @@ pub async fn problem_details(req: Request, next: Next) -> Response {
             "unsupported-media-type",
             "Send the body as application/json.",
         ),
-        StatusCode::REQUEST_TIMEOUT => ("timeout", "The request took too long."),
+        StatusCode::UNPROCESSABLE_ENTITY => ("validation-error", "The request is not valid."),
+        StatusCode::SERVICE_UNAVAILABLE => (
+            "unavailable",
+            "The service is temporarily unavailable; retry later.",
+        ),
         s if s.is_server_error() => (
             "internal-error",
             "An unexpected error occurred. Quote the x-request-id header when reporting it.",
@@ -80,7 +90,30 @@ pub async fn problem_details(req: Request, next: Next) -> Response {
     if let Some(ct) = new_parts.headers.get(header::CONTENT_TYPE) {
         parts.headers.insert(header::CONTENT_TYPE, ct.clone());
     }
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        parts
+            .headers
+            .entry(header::RETRY_AFTER)
+            .or_insert(HeaderValue::from_static("5"));
+    }
     Response::from_parts(parts, body)
+}
+
+/// Keep a caller's `x-request-id` only when it is a plain token (at most 64
+/// of `A-Z a-z 0-9 - _ .`); otherwise drop it so a fresh one is generated.
+/// It ends up in logs and the audit log.
+pub async fn sanitize_request_id(mut req: Request, next: Next) -> Response {
+    let ok = req.headers().get("x-request-id").map(|v| {
+        let b = v.as_bytes();
+        !b.is_empty()
+            && b.len() <= 64
+            && b.iter()
+                .all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(c))
+    });
+    if ok == Some(false) {
+        req.headers_mut().remove("x-request-id");
+    }
+    next.run(req).await
 }
 
 pub fn panic_response(err: Box<dyn Any + Send + 'static>) -> Response {

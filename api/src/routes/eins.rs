@@ -108,9 +108,10 @@ pub async fn list(
 pub async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
-    Id(id): Id,
+    id: Id,
 ) -> ApiResult<Json<LegalEntity>> {
     caller.require(Scope::Read, Permission::ViewLegalEntities)?;
+    let id = id.get()?;
     let mut le: LegalEntity = sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM legal_entities WHERE id = $1"
     ))

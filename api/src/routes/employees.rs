@@ -236,7 +236,8 @@ pub struct EmployeeRecord {
     /// `null` on GET (the link is a credential and is shown only once).
     #[sqlx(skip)]
     pub i9_form_section1_link: Option<String>,
-    /// Where Section 2 of the open I-9 is recorded; `null` when there is none.
+    /// Where Section 2 of the latest I-9 is recorded, once Section 1 is
+    /// signed (`Signed Sec 1`); `null` otherwise.
     #[sqlx(skip)]
     pub i9_form_section2_link: Option<String>,
     /// `self`, and `i9s` for each I-9 of the employee, newest first.
@@ -247,7 +248,7 @@ pub struct EmployeeRecord {
     #[serde(skip)]
     pub ssn_last4: Option<String>,
     #[serde(skip)]
-    pub open_i9_id: Option<i64>,
+    pub section2_i9_id: Option<i64>,
 }
 
 /// Load one employee the caller may see, with its SSN revealed or masked.
@@ -255,7 +256,7 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<Emplo
     let mut rec: EmployeeRecord = sqlx::query_as(&format!(
         "SELECT e.*, e.last_name || ', ' || e.first_name AS full_name,
                 p.start_date, p.terminated_date, {I9_STATUS} AS i9_status, li.i9_expiration,
-                CASE WHEN li.status IN ('Section 1 Incomplete', 'Signed Sec 1', 'Signed Sec 2') THEN li.id END AS open_i9_id
+                CASE WHEN li.status = 'Signed Sec 1' THEN li.id END AS section2_i9_id
          FROM employees e
          {LATEST_I9}
          LEFT JOIN LATERAL (
@@ -291,7 +292,7 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<Emplo
         audit::record_ssn_reads(&state.pool, caller, "employee", &[id]).await?;
     }
     rec.i9_form_section2_link = rec
-        .open_i9_id
+        .section2_i9_id
         .map(|i9| format!("{}/v1/i9s/{i9}/section2", state.config.public_base_url));
     rec.links = std::iter::once(Link::new("self", format!("/v1/employees/{id}")))
         .chain(
@@ -317,8 +318,9 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<Emplo
 pub async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
-    Id(id): Id,
+    id: Id,
 ) -> ApiResult<Json<EmployeeRecord>> {
     caller.require(Scope::Read, Permission::ViewEmployees)?;
+    let id = id.get()?;
     Ok(Json(load(&state, &caller, id).await?))
 }

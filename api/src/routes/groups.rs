@@ -146,9 +146,10 @@ pub async fn list(
 pub async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
-    Id(id): Id,
+    id: Id,
 ) -> ApiResult<Json<GroupRecord>> {
     caller.require(Scope::Read, Permission::ViewGroups)?;
+    let id = id.get()?;
     let mut group: GroupRecord = sqlx::query_as(
         "SELECT g.id, g.name, (SELECT count(*) FROM groups c WHERE c.parent_id = g.id) AS num_child
          FROM groups g WHERE g.id = $1",
@@ -179,10 +180,11 @@ pub async fn get_one(
 pub async fn users(
     State(state): State<AppState>,
     caller: Caller,
-    Id(id): Id,
+    id: Id,
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Json<ListResponse<GroupUser>>> {
     caller.require(Scope::Read, Permission::ViewGroups)?;
+    let id = id.get()?;
     let q = ListQuery::parse(raw.as_deref(), USER_FILTERS)?;
     let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM groups WHERE id = $1)")
         .bind(id)

@@ -245,8 +245,9 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Rec
 pub async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
-    Id(id): Id,
+    id: Id,
 ) -> ApiResult<Json<I9Record>> {
     caller.require(Scope::Read, Permission::ViewI9s)?;
+    let id = id.get()?;
     Ok(Json(load(&state, &caller, id).await?))
 }

@@ -18,22 +18,28 @@ use i9_common::{
 
 use crate::{auth::Caller, error::ApiError, state::AppState};
 
-/// A numeric id from the path. Anything else names no resource: 404.
-pub struct Id(pub i64);
+/// A numeric id from the path. Anything else names no resource: 404, given
+/// by [`Id::get`] after the caller's scope and permission are checked, so a
+/// caller without permission learns nothing from the shape of an id.
+pub struct Id(Option<i64>);
+
+impl Id {
+    pub fn get(self) -> Result<i64, ApiError> {
+        self.0.ok_or(ApiError::NotFound)
+    }
+}
 
 impl<S: Send + Sync> FromRequestParts<S> for Id {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        let axum::extract::Path(raw) =
-            axum::extract::Path::<String>::from_request_parts(parts, state)
-                .await
-                .map_err(|_| ApiError::NotFound)?;
-        raw.parse::<i64>()
+        let raw = axum::extract::Path::<String>::from_request_parts(parts, state)
+            .await
             .ok()
-            .filter(|id| *id > 0)
-            .map(Id)
-            .ok_or(ApiError::NotFound)
+            .map(|p| p.0);
+        Ok(Id(raw
+            .and_then(|r| r.parse::<i64>().ok())
+            .filter(|id| *id > 0)))
     }
 }
 

@@ -153,6 +153,12 @@ impl IntoResponse for OAuthError {
     }
 }
 
+/// Basic credentials are form-urlencoded before base64 (RFC 6749 section 2.3.1).
+fn form_decode(s: &str) -> Option<String> {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(&format!("v={s}")).ok()?;
+    pairs.into_iter().next().map(|(_, v)| v)
+}
+
 struct Client {
     id: i64,
     scopes: Scopes,
@@ -211,10 +217,14 @@ pub async fn token(
     let basic = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Basic "))
-        .and_then(|b| STANDARD.decode(b.trim()).ok())
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("basic"))
+        .and_then(|(_, b)| STANDARD.decode(b.trim()).ok())
         .and_then(|b| String::from_utf8(b).ok())
-        .and_then(|s| s.split_once(':').map(|(a, b)| (a.to_owned(), b.to_owned())));
+        .and_then(|s| {
+            let (id, secret) = s.split_once(':')?;
+            Some((form_decode(id)?, form_decode(secret)?))
+        });
     let (client_id, client_secret) = match (param("client_id"), param("client_secret"), &basic) {
         (_, _, Some((id, secret))) => (id.clone(), secret.clone()),
         (Some(id), Some(secret), None) => (id.to_owned(), secret.to_owned()),
@@ -224,6 +234,7 @@ pub async fn token(
     let username = param("username")
         .ok_or_else(|| invalid_request("username is required."))?
         .to_owned();
+    let client = authenticate_client(&state, &client_id, &client_secret).await?;
     let requested = match param("scope") {
         None => None,
         Some(s) => Some(
@@ -231,7 +242,6 @@ pub async fn token(
                 .ok_or_else(|| invalid_scope("Scopes are read, write or read+write."))?,
         ),
     };
-    let client = authenticate_client(&state, &client_id, &client_secret).await?;
     if let Some(r) = requested {
         if !r.is_subset_of(client.scopes) {
             return Err(invalid_scope(format!(
@@ -409,7 +419,17 @@ async fn refresh_grant(
     if retired {
         return Err(invalid_grant("This account is retired."));
     }
+    // Never more than the client is registered for today.
     let granted = Scopes::from_list(&scopes).unwrap_or_default();
+    let granted = Scopes {
+        read: granted.read && client.scopes.read,
+        write: granted.write && client.scopes.write,
+    };
+    if granted == Scopes::default() {
+        return Err(invalid_grant(
+            "The client no longer holds any scope of this sign-in.",
+        ));
+    }
     let scopes = match requested {
         Some(r) if !r.is_subset_of(granted) => {
             return Err(invalid_scope("A refresh cannot widen the scope."))

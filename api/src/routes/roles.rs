@@ -100,9 +100,10 @@ pub async fn list(
 pub async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
-    Id(id): Id,
+    id: Id,
 ) -> ApiResult<Json<RoleRecord>> {
     caller.require(Scope::Read, Permission::ViewRoles)?;
+    let id = id.get()?;
     let mut role: RoleRecord = sqlx::query_as(
         "SELECT id, name, description,
                 ARRAY(SELECT permission_id FROM role_permissions WHERE role_id = r.id ORDER BY permission_id) AS permissions

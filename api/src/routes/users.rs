@@ -162,9 +162,10 @@ pub async fn list(
 pub async fn get_one(
     State(state): State<AppState>,
     caller: Caller,
-    Id(id): Id,
+    id: Id,
 ) -> ApiResult<Json<UserRecord>> {
     caller.require(Scope::Read, Permission::ViewUsers)?;
+    let id = id.get()?;
     let mut user: UserRecord = sqlx::query_as(&format!("{} AND u.id = $1", select_users()))
         .bind(id)
         .fetch_optional(&state.pool)

@@ -231,3 +231,17 @@ async fn managed_tells_which_groups_the_caller_can_see() {
         ["Boston Office"]
     );
 }
+
+#[tokio::test]
+async fn permission_is_checked_before_the_id_is_looked_at() {
+    let app = spawn_app().await;
+    let viewer = app.token(BOSTON_VIEWER).await;
+    for path in [
+        "/v1/users/1",
+        "/v1/users/abc",
+        "/v1/users/999999",
+        "/v1/roles/-5",
+    ] {
+        assert_eq!(app.get(path, &viewer).await.status(), 403, "{path}");
+    }
+}

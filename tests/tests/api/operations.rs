@@ -83,6 +83,19 @@ async fn every_response_carries_a_request_id_and_errors_are_problems() {
         .await
         .unwrap();
     assert_eq!(r.headers()["x-request-id"], "trace-me-123");
+    // ...but not one that could forge log lines.
+    let r = app
+        .http
+        .get(app.url("/healthz"))
+        .header("x-request-id", "evil id with spaces and \"quotes\"")
+        .send()
+        .await
+        .unwrap();
+    let id = r.headers()["x-request-id"].to_str().unwrap();
+    assert!(
+        !id.contains(' ') && id.len() == 36,
+        "replaced by a fresh uuid: {id}"
+    );
 
     // An oversized body is refused before it is read.
     let big = "x".repeat(300 * 1024);

@@ -315,6 +315,20 @@ async fn every_resource_has_the_fields_and_types_of_the_specification() {
     );
     assert_eq!(
         employee["i9FormSection2Link"],
+        Value::Null,
+        "Section 2 is not due before Section 1 is signed"
+    );
+    sqlx::query("UPDATE i9s SET status = 'Signed Sec 1' WHERE id = $1")
+        .bind(i9)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let employee = app
+        .get_json(&format!("/v1/employees/{maria}"), &token)
+        .await;
+    assert_eq!(employee["i9Status"], "Signed Sec 1");
+    assert_eq!(
+        employee["i9FormSection2Link"],
         format!("{}/v1/i9s/{i9}/section2", app.config.public_base_url)
     );
 
@@ -330,7 +344,7 @@ async fn every_resource_has_the_fields_and_types_of_the_specification() {
     );
     let record = app.get_json(&format!("/v1/i9s/{i9}"), &token).await;
     assert_shape("i9", &record, &i9_record());
-    assert_eq!(record["i9Status"], "Section 1 Incomplete");
+    assert_eq!(record["i9Status"], "Signed Sec 1");
     assert_eq!(record["formType"], 1);
     assert_eq!(record["dateDue"], "2026-10-08");
 
