@@ -61,6 +61,8 @@ pub enum ApiError {
     NotFound,
     #[error("method not allowed")]
     MethodNotAllowed,
+    #[error("unsupported media type")]
+    UnsupportedMediaType,
     #[error("conflict: {0}")]
     Conflict(String),
     #[error("validation failed")]
@@ -124,6 +126,11 @@ impl ApiError {
                 "This method is not allowed on this resource.".into(),
             ),
             ApiError::Conflict(d) => (StatusCode::CONFLICT, "conflict", d.clone()),
+            ApiError::UnsupportedMediaType => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported-media-type",
+                "Send the body as application/json.".into(),
+            ),
             ApiError::Validation(_) => (
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "validation-error",

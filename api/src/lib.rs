@@ -4,6 +4,7 @@ pub mod audit;
 pub mod auth;
 pub mod error;
 pub mod format;
+pub mod idempotency;
 pub mod list;
 pub mod middleware;
 pub mod routes;
@@ -32,8 +33,14 @@ pub const BODY_LIMIT: usize = 256 * 1024;
 
 pub fn router(state: AppState) -> Router {
     let v1 = Router::new()
-        .route("/employees", get(employees::list))
-        .route("/employees/{id}", get(employees::get_one))
+        .route(
+            "/employees",
+            get(employees::list).post(employees::write::create),
+        )
+        .route(
+            "/employees/{id}",
+            get(employees::get_one).patch(employees::write::update),
+        )
         .route("/i9s", get(i9s::list))
         .route("/i9s/{id}", get(i9s::get_one))
         .route("/eins", get(eins::list))
@@ -51,6 +58,11 @@ pub fn router(state: AppState) -> Router {
         .nest("/v1", v1)
         .route("/oauth2/access_token", post(oauth::token))
         .route("/oauth2/access_token/", post(oauth::token))
+        .route(
+            "/account/set-password/{token}",
+            get(pages::set_password_form).post(pages::set_password),
+        )
+        .route("/i9/section1/{token}", get(pages::section1))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))

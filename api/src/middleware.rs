@@ -52,8 +52,10 @@ pub async fn problem_details(req: Request, next: Next) -> Response {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
+    // Problem details, OAuth errors and the HTML pages' own error pages stay.
     if content_type.starts_with("application/problem+json")
         || content_type.starts_with("application/json")
+        || content_type.starts_with("text/html")
     {
         return response;
     }

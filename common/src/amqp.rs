@@ -14,6 +14,15 @@ use crate::jobs::JobKind;
 /// Deliveries of one job before RabbitMQ dead-letters it.
 pub const DELIVERY_LIMIT: i64 = 10;
 
+/// Delays a retried job can wait, each its own queue with a message TTL
+/// (one TTL per queue, so no message waits behind a longer one). A retry
+/// waits in the smallest bucket not shorter than its computed delay.
+pub const RETRY_BUCKETS_SECS: [u64; 8] = [1, 5, 15, 60, 300, 900, 1800, 3600];
+
+/// The header that counts a job's attempts across retries.
+pub const ATTEMPT_HEADER: &str = "x-i9-attempt";
+pub const BUCKET_HEADER: &str = "x-i9-retry-bucket";
+
 /// Names of the exchanges and queues. A prefix keeps test runs (and several
 /// deployments on one broker) apart.
 #[derive(Debug, Clone)]
@@ -46,6 +55,32 @@ impl Topology {
 
     pub fn queue(&self, kind: JobKind) -> String {
         format!("{}.{}", self.prefix, kind.name())
+    }
+
+    /// A headers exchange that routes a failed job to the retry queue of its delay.
+    pub fn retry_exchange(&self) -> String {
+        format!("{}.retry", self.prefix)
+    }
+
+    /// The queue where jobs wait `secs` before going back to their own queue.
+    pub fn retry_queue(&self, secs: u64) -> String {
+        format!("{}.retry.{secs}s", self.prefix)
+    }
+
+    /// Every queue and exchange this topology declares (tests delete them).
+    pub fn all_queues(&self) -> Vec<String> {
+        let mut q: Vec<String> = JobKind::ALL.iter().map(|k| self.queue(*k)).collect();
+        q.extend(RETRY_BUCKETS_SECS.iter().map(|s| self.retry_queue(*s)));
+        q.push(self.dead_letter_queue());
+        q
+    }
+
+    pub fn all_exchanges(&self) -> Vec<String> {
+        vec![
+            self.jobs_exchange(),
+            self.retry_exchange(),
+            self.dead_letter_exchange(),
+        ]
     }
 
     pub async fn declare(&self, channel: &Channel) -> anyhow::Result<()> {
@@ -119,8 +154,75 @@ impl Topology {
                 )
                 .await?;
         }
+
+        // Retries: jobs wait in a bucket queue until their TTL expires, then
+        // are dead-lettered back to the jobs exchange with their own routing key.
+        channel
+            .exchange_declare(
+                &self.retry_exchange(),
+                ExchangeKind::Headers,
+                durable_exchange,
+                FieldTable::default(),
+            )
+            .await
+            .context("declaring the retry exchange")?;
+        for secs in RETRY_BUCKETS_SECS {
+            let mut args = quorum.clone();
+            args.insert(
+                "x-message-ttl".into(),
+                AMQPValue::LongLongInt((secs * 1000) as i64),
+            );
+            args.insert(
+                "x-dead-letter-exchange".into(),
+                AMQPValue::LongString(self.jobs_exchange().as_str().into()),
+            );
+            let queue = self.retry_queue(secs);
+            channel
+                .queue_declare(&queue, durable_queue, args)
+                .await
+                .with_context(|| format!("declaring queue {queue}"))?;
+            let mut binding = FieldTable::default();
+            binding.insert("x-match".into(), AMQPValue::LongString("all".into()));
+            binding.insert(
+                BUCKET_HEADER.into(),
+                AMQPValue::LongString(format!("{secs}").as_str().into()),
+            );
+            channel
+                .queue_bind(
+                    &queue,
+                    &self.retry_exchange(),
+                    "",
+                    QueueBindOptions::default(),
+                    binding,
+                )
+                .await?;
+        }
         Ok(())
     }
+
+    /// Delete every queue and exchange of this topology (test clean-up).
+    pub async fn delete(&self, channel: &Channel) -> anyhow::Result<()> {
+        for q in self.all_queues() {
+            channel
+                .queue_delete(&q, lapin::options::QueueDeleteOptions::default())
+                .await?;
+        }
+        for e in self.all_exchanges() {
+            channel
+                .exchange_delete(&e, lapin::options::ExchangeDeleteOptions::default())
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// The bucket for a delay: the smallest not shorter than `delay`, or the largest.
+pub fn retry_bucket(delay: std::time::Duration) -> u64 {
+    let secs = delay.as_secs_f64().ceil() as u64;
+    RETRY_BUCKETS_SECS
+        .into_iter()
+        .find(|b| *b >= secs)
+        .unwrap_or(RETRY_BUCKETS_SECS[RETRY_BUCKETS_SECS.len() - 1])
 }
 
 pub async fn connect(url: &str) -> anyhow::Result<Connection> {

@@ -34,6 +34,10 @@ pub struct Config {
     /// Failed sign-ins allowed per username within `sign_in_window` before 429.
     pub sign_in_max_failures: i64,
     pub sign_in_window: Duration,
+    /// How long a Section 1 link works.
+    pub section1_link_ttl: Duration,
+    /// How long a set-password link works.
+    pub password_link_ttl: Duration,
 }
 
 impl std::fmt::Debug for Config {
@@ -151,6 +155,8 @@ impl Config {
                 .context("SIGN_IN_MAX_FAILURES must be a number")?
                 .unwrap_or(5),
             sign_in_window: parse_secs("SIGN_IN_WINDOW_SECS", 900)?,
+            section1_link_ttl: parse_secs("SECTION1_LINK_TTL_SECS", 14 * 24 * 3600)?,
+            password_link_ttl: parse_secs("PASSWORD_LINK_TTL_SECS", 72 * 3600)?,
         })
     }
 
@@ -183,6 +189,8 @@ impl Config {
             refresh_token_ttl: Duration::from_secs(14 * 24 * 3600),
             sign_in_max_failures: 5,
             sign_in_window: Duration::from_secs(900),
+            section1_link_ttl: Duration::from_secs(14 * 24 * 3600),
+            password_link_ttl: Duration::from_secs(72 * 3600),
         }
     }
 }

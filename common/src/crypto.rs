@@ -32,6 +32,8 @@ pub enum Purpose {
     EmployeeSsn,
     I9Ssn,
     SigningSecret,
+    /// A Section 1 link token, kept so the remote-hire email can carry it.
+    Section1Token,
 }
 
 impl Purpose {
@@ -40,6 +42,7 @@ impl Purpose {
             Purpose::EmployeeSsn => b"employees.ssn",
             Purpose::I9Ssn => b"i9s.ssn",
             Purpose::SigningSecret => b"oauth_clients.signing_secret",
+            Purpose::Section1Token => b"i9_requests.section1_token",
         }
     }
 }

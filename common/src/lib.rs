@@ -8,6 +8,10 @@ pub mod crypto;
 pub mod db;
 pub mod domain;
 pub mod jobs;
+pub mod links;
+pub mod outbox;
+pub mod relay;
+pub mod retry;
 pub mod seed;
 pub mod telemetry;
 

@@ -1,16 +1,16 @@
-//! `i9-worker`: consumes jobs from RabbitMQ.
-//!
-//! For now it connects, declares the queue topology and waits: the job
-//! handlers (I-9 creation, emails, partner callbacks) arrive with the write
-//! side. It keeps its broker connection supervised, reconnecting with
-//! exponential backoff after the broker goes away, and stops on SIGTERM.
+//! `i9-worker`: consumes jobs (I-9 creation, emails) from RabbitMQ, and runs
+//! an outbox relay beside them. Several workers, each serving some job kinds,
+//! may run at once. SIGTERM stops consuming and drains the jobs in hand.
 
-use std::{collections::BTreeSet, time::Duration};
+use std::collections::BTreeSet;
 
 use anyhow::bail;
-use backon::{ExponentialBuilder, Retryable};
 use clap::Parser;
-use i9_common::{amqp, jobs::JobKind, telemetry, Config};
+use i9_common::{amqp::Topology, db, jobs::JobKind, relay, telemetry, Config};
+use i9_workers::{
+    consumer::{self, WorkerConfig},
+    Context,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -22,11 +22,17 @@ struct Args {
     /// Kinds: create_i9, send_login_email, send_remote_hire_email, post_status_callback.
     #[arg(long, env = "WORKER_KINDS", value_delimiter = ',')]
     kinds: Vec<String>,
+    /// Jobs run at once per kind (the prefetch limit).
+    #[arg(long, env = "WORKER_PREFETCH", default_value_t = 8)]
+    prefetch: u16,
+    /// Do not run an outbox relay in this process.
+    #[arg(long, env = "WORKER_NO_RELAY")]
+    no_relay: bool,
 }
 
-fn parse_kinds(names: &[String]) -> anyhow::Result<BTreeSet<&'static str>> {
-    if names.is_empty() {
-        return Ok(JobKind::ALL.iter().map(|k| k.name()).collect());
+fn parse_kinds(names: &[String]) -> anyhow::Result<Vec<JobKind>> {
+    if names.iter().all(|n| n.trim().is_empty()) {
+        return Ok(JobKind::ALL.to_vec());
     }
     let mut kinds = BTreeSet::new();
     for n in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
@@ -40,56 +46,37 @@ fn parse_kinds(names: &[String]) -> anyhow::Result<BTreeSet<&'static str>> {
             ),
         }
     }
-    Ok(kinds)
+    Ok(kinds.into_iter().filter_map(JobKind::parse).collect())
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    telemetry::init("info");
+    telemetry::init("info,sqlx=warn,lapin=warn");
     let args = Args::parse();
     let config = Config::from_env()?;
     let kinds = parse_kinds(&args.kinds)?;
-    let topology = amqp::Topology::from_env();
-    tracing::info!(kinds = ?kinds, "i9-worker starting");
+    let topology = Topology::from_env();
+    let pool = db::connect_lazy(&config)?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
 
-    let shutdown = shutdown_signal();
-    tokio::pin!(shutdown);
-    loop {
-        let connect = || async {
-            let conn = amqp::connect(&config.amqp_url).await?;
-            let channel = conn.create_channel().await?;
-            topology.declare(&channel).await?;
-            anyhow::Ok((conn, channel))
-        };
-        let attempt = connect
-            .retry(
-                ExponentialBuilder::default()
-                    .with_min_delay(Duration::from_millis(500))
-                    .with_max_delay(Duration::from_secs(30))
-                    .with_jitter()
-                    .without_max_times(),
-            )
-            .notify(|e, wait| tracing::warn!(error = %e, ?wait, "RabbitMQ unavailable; retrying"));
-        let (conn, _channel) = tokio::select! {
-            r = attempt => r?,
-            _ = &mut shutdown => break,
-        };
-        tracing::info!("connected to RabbitMQ; topology declared; no job handlers are enabled yet");
-        let (lost_tx, lost_rx) = tokio::sync::oneshot::channel();
-        let lost_tx = std::sync::Mutex::new(Some(lost_tx));
-        conn.on_error(move |e| {
-            tracing::warn!(error = %e, "RabbitMQ connection lost");
-            if let Some(tx) = lost_tx.lock().ok().and_then(|mut g| g.take()) {
-                let _ = tx.send(());
-            }
-        });
-        tokio::select! {
-            _ = lost_rx => continue,
-            _ = &mut shutdown => {
-                let _ = conn.close(200, "worker shutting down").await;
-                break;
-            }
-        }
+    let relay = (!args.no_relay).then(|| {
+        tokio::spawn(relay::run(
+            pool.clone(),
+            relay::RelayConfig::new(config.amqp_url.clone(), topology.clone()),
+            stop_rx.clone(),
+        ))
+    });
+    let mut worker_config = WorkerConfig::new(kinds, topology);
+    worker_config.prefetch = args.prefetch.max(1);
+    let ctx = Context::new(config, pool)?;
+    let worker = tokio::spawn(consumer::run(ctx, worker_config, stop_rx));
+
+    shutdown_signal().await;
+    tracing::info!("stopping: finishing the jobs in hand");
+    let _ = stop_tx.send(true);
+    worker.await??;
+    if let Some(r) = relay {
+        r.await?;
     }
     tracing::info!("i9-worker stopped");
     Ok(())
@@ -117,7 +104,10 @@ mod tests {
     #[test]
     fn kinds_default_to_all_and_reject_unknown() {
         assert_eq!(parse_kinds(&[]).unwrap().len(), 4);
-        assert_eq!(parse_kinds(&["create_i9".into()]).unwrap().len(), 1);
+        assert_eq!(
+            parse_kinds(&["create_i9".into()]).unwrap(),
+            [JobKind::CreateI9]
+        );
         assert!(parse_kinds(&["nope".into()]).is_err());
     }
 }

@@ -7,6 +7,7 @@ pub mod health;
 pub mod i9s;
 pub mod oauth;
 pub mod openapi;
+pub mod pages;
 pub mod roles;
 pub mod users;
 

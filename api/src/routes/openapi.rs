@@ -22,7 +22,7 @@ use crate::{auth::Caller, error};
     ),
     paths(
         oauth::token,
-        employees::list, employees::get_one,
+        employees::list, employees::get_one, employees::write::create, employees::write::update,
         i9s::list, i9s::get_one,
         eins::list, eins::get_one,
         groups::list, groups::get_one, groups::users,

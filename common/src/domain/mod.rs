@@ -1,5 +1,6 @@
 //! Domain types, built only by parsing at the boundary.
 
+pub mod calendar;
 mod date;
 mod permission;
 mod ssn;
@@ -12,3 +13,6 @@ pub mod ssn_mask {
     pub use super::ssn::mask_last4;
 }
 pub use status::{EmployeeI9Status, I9Status};
+
+/// The edition of Form I-9 in force.
+pub const FORM_VERSION: &str = "01/20/25";

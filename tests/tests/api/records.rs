@@ -430,9 +430,12 @@ async fn every_resource_has_the_fields_and_types_of_the_specification() {
     user_fields.push(("links", T::Links));
     let user = app.get_json("/v1/users/1", &token).await;
     assert_shape("user", &user, &user_fields);
+    let admin_role = app
+        .id_of("SELECT id FROM roles WHERE name = $1", "Administrator")
+        .await;
     assert_eq!(
         user["role"],
-        serde_json::json!({"id": 1, "name": "Administrator"})
+        serde_json::json!({"id": admin_role, "name": "Administrator"})
     );
     assert_eq!(
         user["groups"],
@@ -450,7 +453,10 @@ async fn every_resource_has_the_fields_and_types_of_the_specification() {
         &app.get_json("/v1/roles", &token).await,
         &[("id", T::Int), ("name", T::Str), ("description", T::Str)],
     );
-    let role = app.get_json("/v1/roles/3", &token).await;
+    let viewer = app
+        .id_of("SELECT id FROM roles WHERE name = $1", "Viewer")
+        .await;
+    let role = app.get_json(&format!("/v1/roles/{viewer}"), &token).await;
     assert_shape(
         "role",
         &role,

@@ -58,7 +58,7 @@ async fn seeding_twice_changes_nothing() {
     for (table, n) in [
         ("legal_entities", 2),
         ("groups", 6),
-        ("roles", 4),
+        ("roles", 4 + 1), // + the built-in Employee self-service role
         ("users", 4),
         ("oauth_clients", 3),
         ("employees", 3),
@@ -115,10 +115,10 @@ async fn a_bad_file_names_every_problem_and_writes_nothing() {
         assert!(all.contains(needle), "{needle} in {all}");
     }
     assert!(!all.contains("123-45-678"), "no SSN in an error");
+    assert_eq!(count(&db, "roles").await, 1, "only the built-in role");
     for table in [
         "legal_entities",
         "groups",
-        "roles",
         "users",
         "oauth_clients",
         "employees",

@@ -1,4 +1,8 @@
-//! `GET /v1/employees` and `GET /v1/employees/{id}`.
+//! Employees: `GET /v1/employees`, `GET /v1/employees/{id}` here; the writes
+//! (`POST`, `PATCH`) in [`write`], their body in [`input`].
+
+pub mod input;
+pub mod write;
 
 use axum::{
     extract::{RawQuery, State},
@@ -253,7 +257,23 @@ pub struct EmployeeRecord {
 
 /// Load one employee the caller may see, with its SSN revealed or masked.
 pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<EmployeeRecord> {
-    let mut rec: EmployeeRecord = sqlx::query_as(&format!(
+    let visibility = caller.visible_groups(&state.pool).await?;
+    let mut conn = state.pool.acquire().await?;
+    match fetch(&mut conn, state, caller, id).await? {
+        Some(rec) if visibility.sees(rec.location_id) => Ok(rec),
+        _ => Err(ApiError::NotFound),
+    }
+}
+
+/// The record as `caller` may see it, read through `conn` (a write's own
+/// transaction, so its response shows what it wrote). Checks no visibility.
+pub async fn fetch(
+    conn: &mut sqlx::PgConnection,
+    state: &AppState,
+    caller: &Caller,
+    id: i64,
+) -> ApiResult<Option<EmployeeRecord>> {
+    let rec: Option<EmployeeRecord> = sqlx::query_as(&format!(
         "SELECT e.*, e.last_name || ', ' || e.first_name AS full_name,
                 p.start_date, p.terminated_date, {I9_STATUS} AS i9_status, li.i9_expiration,
                 CASE WHEN li.status = 'Signed Sec 1' THEN li.id END AS section2_i9_id
@@ -266,20 +286,13 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<Emplo
          WHERE e.id = $1"
     ))
     .bind(id)
-    .fetch_optional(&state.pool)
-    .await?
-    .ok_or(ApiError::NotFound)?;
-    if !caller
-        .visible_groups(&state.pool)
-        .await?
-        .sees(rec.location_id)
-    {
-        return Err(ApiError::NotFound);
-    }
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(mut rec) = rec else { return Ok(None) };
     let i9_ids: Vec<i64> =
         sqlx::query_scalar("SELECT id FROM i9s WHERE employee_id = $1 ORDER BY id DESC")
             .bind(id)
-            .fetch_all(&state.pool)
+            .fetch_all(&mut *conn)
             .await?;
     rec.social_security_number = reveal_ssn(
         state,
@@ -289,7 +302,7 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<Emplo
         rec.ssn_last4.as_deref(),
     )?;
     if rec.ssn_ciphertext.is_some() && caller.has(Permission::FullSsn) {
-        audit::record_ssn_reads(&state.pool, caller, "employee", &[id]).await?;
+        audit::record_ssn_reads(&mut *conn, caller, "employee", &[id]).await?;
     }
     rec.i9_form_section2_link = rec
         .section2_i9_id
@@ -301,7 +314,7 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<Emplo
                 .map(|i| Link::new("i9s", format!("/v1/i9s/{i}"))),
         )
         .collect();
-    Ok(rec)
+    Ok(Some(rec))
 }
 
 #[utoipa::path(

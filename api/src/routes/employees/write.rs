@@ -1,0 +1,673 @@
+//! `POST /v1/employees` and `PATCH /v1/employees/{id}`.
+//!
+//! One transaction per request: the employee, its period of employment, the
+//! I-9 request and its Section 1 link token, the employee's sign-in, the jobs
+//! (outbox), the audit entry and the idempotency record commit together or
+//! not at all. A rejected request writes nothing.
+
+use axum::{
+    body::Bytes,
+    extract::State,
+    http::{header, HeaderMap, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
+};
+use chrono::{NaiveDate, Utc};
+use i9_common::{
+    crypto::{new_token, token_hash, Purpose},
+    domain::{Permission, Scope},
+    jobs::Job,
+    outbox,
+};
+use sqlx::{PgConnection, Postgres, QueryBuilder};
+use uuid::Uuid;
+
+use super::{
+    fetch,
+    input::{self, ColumnValue, EmployeeInput, Operation},
+    EmployeeRecord,
+};
+use crate::{
+    auth::{Caller, Visibility},
+    error::{ApiError, ApiResult, FieldError, Problem},
+    idempotency,
+    routes::Id,
+    state::AppState,
+};
+
+/// The writable fields of an employee and the request flags (see the
+/// specification's parameter table; docs/api.md explains each flag).
+#[derive(utoipa::ToSchema)]
+#[schema(example = json!({
+    "firstName": "Ana", "lastName": "Diaz", "locationId": 3, "startDate": "2026-12-01",
+    "emailAddress": "ana.diaz@mail.example", "socialSecurityNumber": "123-45-6789", "createI9": "yes"
+}))]
+#[allow(non_snake_case, dead_code)]
+pub struct EmployeeWrite {
+    /// Max 40. Required.
+    firstName: String,
+    /// Max 40. Required.
+    lastName: String,
+    /// Group id. Required.
+    locationId: i64,
+    middleName: Option<String>,
+    /// `###-##-####`.
+    socialSecurityNumber: Option<String>,
+    /// `YYYY-MM-DD` or `MM/DD/YYYY`.
+    dateOfBirth: Option<String>,
+    startDate: Option<String>,
+    terminatedDate: Option<String>,
+    profileId: Option<String>,
+    otherName: Option<String>,
+    jobTitle: Option<String>,
+    emailAddress: Option<String>,
+    legalEntity: Option<i64>,
+    /// 1 English, 2 Spanish.
+    languagePreference: Option<i32>,
+    custom1: Option<String>,
+    notificationEmail1: Option<String>,
+    addressStreet: Option<String>,
+    addressCity: Option<String>,
+    addressState: Option<String>,
+    addressZip: Option<String>,
+    cellNumber: Option<String>,
+    /// Create a sign-in for the employee (login = emailAddress).
+    createLogin: Option<bool>,
+    /// Email the sign-in a one-time link to set a password.
+    sendLoginEmail: Option<bool>,
+    /// `yes` or `if allowed` (case-sensitive).
+    createI9: Option<String>,
+    /// `yes` or `if allowed`; also spelt `createRemoteHireI9`. Needs `emailAddress`.
+    createRemotehireI9: Option<String>,
+    /// PATCH only: `yes`, with `startDate`, re-hires a terminated employee.
+    rehire: Option<String>,
+}
+
+const SELF_SERVICE_ROLE: &str = "employee self-service";
+
+#[utoipa::path(
+    post, path = "/v1/employees", tag = "employees",
+    request_body(content = EmployeeWrite, content_type = "application/json"),
+    params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first response for 24 hours")),
+    responses(
+        (status = 201, description = "Created; `Location` names the record", body = EmployeeRecord),
+        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing scope or permission, or a group the caller cannot see", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "profileId or SSN held by another employee", body = Problem, content_type = "application/problem+json"),
+        (status = 413, body = Problem, content_type = "application/problem+json"),
+        (status = 415, body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["write"]))
+)]
+pub async fn create(
+    State(state): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    caller.require(Scope::Write, Permission::EditEmployees)?;
+    let key = idempotency::key(&headers)?;
+    let input = parse_body(&headers, &body, Operation::Create)?;
+    let visibility = caller.visible_groups(&state.pool).await?;
+
+    let mut tx = state.pool.begin().await?;
+    if let Some(key) = &key {
+        if let Some(saved) =
+            idempotency::claim(&mut tx, caller.user_id, key, "POST /v1/employees", &body).await?
+        {
+            return Ok(saved.into_response());
+        }
+    }
+    check_references(&mut tx, &input, &visibility).await?;
+    let email = input.text("email_address").flatten().map(str::to_owned);
+    let mut errors = Vec::new();
+    require_email(&input, email.is_some(), false, &mut errors);
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    check_unique(&mut tx, &state, &input, None).await?;
+
+    let mut insert = QueryBuilder::<Postgres>::new("INSERT INTO employees (");
+    let mut cols = insert.separated(", ");
+    for (c, _) in &input.columns {
+        cols.push(*c);
+    }
+    if input.ssn.is_some() {
+        cols.push("ssn_ciphertext")
+            .push("ssn_hash")
+            .push("ssn_last4");
+    }
+    insert.push(") VALUES (");
+    push_values(&mut insert, &state, &input);
+    insert.push(") RETURNING id");
+    let id: i64 = insert
+        .build_query_scalar()
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(unique_violation)?;
+    sqlx::query("INSERT INTO employment_periods (employee_id, start_date, terminated_date) VALUES ($1, $2, $3)")
+        .bind(id)
+        .bind(input.start_date.flatten())
+        .bind(input.terminated_date.flatten())
+        .execute(&mut *tx)
+        .await?;
+
+    let link = match input.i9 {
+        Some(wish) => Some(request_i9(&mut tx, &state, id, wish.remote).await?),
+        None => None,
+    };
+    login(&mut tx, &input, id, email.as_deref()).await?;
+    audit(&mut tx, &caller, "employee.create", id, &input).await?;
+
+    let mut rec = fetch(&mut tx, &state, &caller, id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    rec.i9_form_section1_link = link;
+    let location = format!("/v1/employees/{id}");
+    let body = Bytes::from(serde_json::to_vec(&rec).map_err(|e| ApiError::Internal(e.into()))?);
+    if let Some(key) = &key {
+        idempotency::save(
+            &mut tx,
+            caller.user_id,
+            key,
+            StatusCode::CREATED,
+            Some(&location),
+            &body,
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    let mut response = (
+        StatusCode::CREATED,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(response)
+}
+
+#[utoipa::path(
+    patch, path = "/v1/employees/{id}", tag = "employees",
+    params(("id" = i64, Path, description = "Employee id")),
+    request_body(content = EmployeeWrite, content_type = "application/json"),
+    responses(
+        (status = 200, description = "Updated", body = EmployeeRecord),
+        (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "Open I-9 with createI9 yes; re-hire of an active employee; profileId or SSN held by another", body = Problem, content_type = "application/problem+json"),
+        (status = 415, body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["write"]))
+)]
+pub async fn update(
+    State(state): State<AppState>,
+    caller: Caller,
+    id: Id,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Response> {
+    caller.require(Scope::Write, Permission::EditEmployees)?;
+    let id = id.get()?;
+    let input = parse_body(&headers, &body, Operation::Update)?;
+    if input.id.is_some_and(|body_id| body_id != id) {
+        return Err(ApiError::Validation(vec![FieldError::new(
+            "id",
+            "mismatch",
+            "Must match the id in the path.",
+        )]));
+    }
+    let visibility = caller.visible_groups(&state.pool).await?;
+
+    let mut tx = state.pool.begin().await?;
+    // Lock the employee: concurrent writes to one employee take turns, so two
+    // `createI9: "yes"` cannot both find it without an open I-9.
+    let current: Option<(i64, Option<String>, Option<i64>)> = sqlx::query_as(
+        "SELECT location_id, email_address, (SELECT id FROM users WHERE employee_id = e.id)
+         FROM employees e WHERE id = $1 FOR UPDATE",
+    )
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((location, current_email, login_id)) =
+        current.filter(|(loc, _, _)| visibility.sees(*loc))
+    else {
+        return Err(ApiError::NotFound);
+    };
+    let _ = location;
+    check_references(&mut tx, &input, &visibility).await?;
+    let period: Option<(i64, Option<NaiveDate>, Option<NaiveDate>)> = sqlx::query_as(
+        "SELECT id, start_date, terminated_date FROM employment_periods WHERE employee_id = $1 ORDER BY id DESC LIMIT 1",
+    )
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?;
+
+    let email = match input.text("email_address") {
+        Some(v) => v.map(str::to_owned),
+        None => current_email,
+    };
+    let mut errors = Vec::new();
+    require_email(&input, email.is_some(), login_id.is_some(), &mut errors);
+    let (start, end) = if input.rehire {
+        (input.start_date.flatten(), input.terminated_date.flatten())
+    } else {
+        let (s, t) = period.map(|p| (p.1, p.2)).unwrap_or_default();
+        (
+            input.start_date.unwrap_or(s),
+            input.terminated_date.unwrap_or(t),
+        )
+    };
+    if let (Some(s), Some(t)) = (start, end) {
+        if t < s && !errors.iter().any(|e| e.field == "terminatedDate") {
+            errors.push(FieldError::new(
+                "terminatedDate",
+                "before_start",
+                "Must not be before the startDate of the period.",
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    if input.rehire && period.is_none_or(|p| p.2.is_none()) {
+        return Err(ApiError::Conflict(
+            "Only a terminated employee can be re-hired; this one is active.".into(),
+        ));
+    }
+    check_unique(&mut tx, &state, &input, Some(id)).await?;
+    let i9_allowed = match input.i9 {
+        Some(wish) => {
+            let open = has_open_i9(&mut tx, id).await?;
+            if open && !wish.if_allowed {
+                return Err(ApiError::Conflict(
+                    "The employee has an open I-9 (or one being created); finish or park it first."
+                        .into(),
+                ));
+            }
+            !open
+        }
+        None => false,
+    };
+
+    if !input.columns.is_empty() || input.ssn.is_some() {
+        let mut update = QueryBuilder::<Postgres>::new("UPDATE employees SET updated_at = now()");
+        for (c, v) in &input.columns {
+            update.push(format_args!(", {c} = "));
+            push_column(&mut update, v);
+        }
+        if let Some(ssn) = &input.ssn {
+            update.push(", ssn_ciphertext = ").push_bind(
+                ssn.as_ref()
+                    .map(|s| state.cipher.encrypt_ssn(Purpose::EmployeeSsn, s)),
+            );
+            update
+                .push(", ssn_hash = ")
+                .push_bind(ssn.as_ref().map(|s| state.cipher.ssn_search_hash(s)));
+            update
+                .push(", ssn_last4 = ")
+                .push_bind(ssn.as_ref().map(|s| s.last4().to_owned()));
+        }
+        update.push(" WHERE id = ").push_bind(id);
+        update
+            .build()
+            .execute(&mut *tx)
+            .await
+            .map_err(unique_violation)?;
+    }
+    match period {
+        Some((pid, _, _)) if !input.rehire => {
+            if input.start_date.is_some() || input.terminated_date.is_some() {
+                sqlx::query("UPDATE employment_periods SET start_date = $2, terminated_date = $3 WHERE id = $1")
+                    .bind(pid)
+                    .bind(start)
+                    .bind(end)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        _ => {
+            sqlx::query("INSERT INTO employment_periods (employee_id, start_date, terminated_date) VALUES ($1, $2, $3)")
+                .bind(id)
+                .bind(start)
+                .bind(end)
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+    let link = match input.i9 {
+        Some(wish) if i9_allowed => Some(request_i9(&mut tx, &state, id, wish.remote).await?),
+        _ => None,
+    };
+    login(&mut tx, &input, id, email.as_deref()).await?;
+    audit(&mut tx, &caller, "employee.update", id, &input).await?;
+
+    let mut rec = fetch(&mut tx, &state, &caller, id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    rec.i9_form_section1_link = link;
+    tx.commit().await?;
+    Ok((StatusCode::OK, axum::Json(rec)).into_response())
+}
+
+fn parse_body(headers: &HeaderMap, body: &[u8], op: Operation) -> ApiResult<EmployeeInput> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| {
+            let m = m.trim().to_ascii_lowercase();
+            m == "application/json" || (m.starts_with("application/") && m.ends_with("+json"))
+        });
+    if !json {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    let value = input::json_object(body).map_err(|detail| ApiError::BadRequest {
+        detail: detail.into(),
+        errors: vec![],
+    })?;
+    input::parse(&value, op).map_err(ApiError::Validation)
+}
+
+/// `locationId` and `legalEntity` must exist (422); the caller must see the group (403).
+async fn check_references(
+    tx: &mut PgConnection,
+    input: &EmployeeInput,
+    visibility: &Visibility,
+) -> ApiResult<()> {
+    let mut errors = Vec::new();
+    let mut hidden = false;
+    if let Some(Some(group)) = input.int("location_id") {
+        let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM groups WHERE id = $1)")
+            .bind(group)
+            .fetch_one(&mut *tx)
+            .await?;
+        if !exists {
+            errors.push(FieldError::new(
+                "locationId",
+                "not_found",
+                "No group has this id.",
+            ));
+        } else if !visibility.sees(group) {
+            hidden = true;
+        }
+    }
+    if let Some(Some(entity)) = input.int("legal_entity_id") {
+        let exists: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM legal_entities WHERE id = $1)")
+                .bind(entity)
+                .fetch_one(&mut *tx)
+                .await?;
+        if !exists {
+            errors.push(FieldError::new(
+                "legalEntity",
+                "not_found",
+                "No legal entity has this id.",
+            ));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::Validation(errors));
+    }
+    if hidden {
+        return Err(ApiError::Forbidden(
+            "You cannot place employees in a group outside your own.".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn require_email(
+    input: &EmployeeInput,
+    has_email: bool,
+    has_login: bool,
+    errors: &mut Vec<FieldError>,
+) {
+    if !has_email {
+        if input.i9.is_some_and(|w| w.remote) {
+            errors.push(FieldError::new(
+                "emailAddress",
+                "required",
+                "A remote-hire I-9 needs the employee's emailAddress.",
+            ));
+        } else if input.create_login || input.send_login_email {
+            errors.push(FieldError::new(
+                "emailAddress",
+                "required",
+                "A sign-in needs the employee's emailAddress.",
+            ));
+        }
+    }
+    if input.send_login_email && !input.create_login && !has_login {
+        errors.push(FieldError::new(
+            "sendLoginEmail",
+            "no_login",
+            "The employee has no sign-in; send createLogin: true as well.",
+        ));
+    }
+}
+
+/// 409 when `profileId` or the SSN already belongs to another employee.
+async fn check_unique(
+    tx: &mut PgConnection,
+    state: &AppState,
+    input: &EmployeeInput,
+    me: Option<i64>,
+) -> ApiResult<()> {
+    if let Some(Some(profile)) = input.text("profile_id") {
+        let other: Option<i64> =
+            sqlx::query_scalar("SELECT id FROM employees WHERE lower(profile_id) = lower($1) AND id IS DISTINCT FROM $2")
+                .bind(profile)
+                .bind(me)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if let Some(other) = other {
+            return Err(ApiError::Conflict(format!(
+                "profileId already belongs to employee {other}; re-hire with PATCH /v1/employees/{other}."
+            )));
+        }
+    }
+    if let Some(Some(ssn)) = &input.ssn {
+        let other: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM employees WHERE ssn_hash = $1 AND id IS DISTINCT FROM $2",
+        )
+        .bind(state.cipher.ssn_search_hash(ssn))
+        .bind(me)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some(other) = other {
+            return Err(ApiError::Conflict(format!(
+                "socialSecurityNumber already belongs to employee {other}; re-hire with PATCH /v1/employees/{other}."
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A unique index caught what the checks above missed (a concurrent write).
+fn unique_violation(e: sqlx::Error) -> ApiError {
+    match &e {
+        sqlx::Error::Database(db) => match db.constraint() {
+            Some("employees_profile_id_key") => {
+                ApiError::Conflict("profileId already belongs to another employee.".into())
+            }
+            Some("employees_ssn_hash_key") => ApiError::Conflict(
+                "socialSecurityNumber already belongs to another employee.".into(),
+            ),
+            Some("i9_requests_one_pending" | "i9s_one_open_per_employee") => {
+                ApiError::Conflict("The employee has an open I-9 (or one being created).".into())
+            }
+            Some("users_login_key") => {
+                ApiError::Conflict("emailAddress is already the login of another user.".into())
+            }
+            _ => e.into(),
+        },
+        _ => e.into(),
+    }
+}
+
+pub async fn has_open_i9(tx: &mut PgConnection, employee: i64) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM i9s WHERE employee_id = $1
+                          AND status IN ('Section 1 Incomplete', 'Signed Sec 1', 'Signed Sec 2'))
+             OR EXISTS (SELECT 1 FROM i9_requests WHERE employee_id = $1 AND i9_id IS NULL)",
+    )
+    .bind(employee)
+    .fetch_one(&mut *tx)
+    .await
+}
+
+/// Request an I-9 for `employee`: its Section 1 link token is issued now (the
+/// response carries the link); a worker creates the I-9. Returns the link.
+pub async fn request_i9(
+    tx: &mut PgConnection,
+    state: &AppState,
+    employee: i64,
+    remote: bool,
+) -> ApiResult<String> {
+    let token = new_token("s1_");
+    let request_id = Uuid::new_v4();
+    let expires = Utc::now()
+        + chrono::Duration::from_std(state.config.section1_link_ttl)
+            .unwrap_or(chrono::Duration::days(14));
+    sqlx::query(
+        "INSERT INTO i9_requests (id, employee_id, remote, onboarding_type, section1_token_hash,
+                                  section1_token_ciphertext, section1_expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7)",
+    )
+    .bind(request_id)
+    .bind(employee)
+    .bind(remote)
+    .bind(if remote { "remote" } else { "on-site" })
+    .bind(token_hash(&token))
+    .bind(
+        state
+            .cipher
+            .encrypt(Purpose::Section1Token, token.as_bytes()),
+    )
+    .bind(expires)
+    .execute(&mut *tx)
+    .await
+    .map_err(unique_violation)?;
+    outbox::enqueue(tx, Job::CreateI9 { request_id }).await?;
+    Ok(i9_common::links::section1(
+        &state.config.public_base_url,
+        &token,
+    ))
+}
+
+/// `createLogin` creates the employee's sign-in (login = email address, no
+/// password until the employee sets one); `sendLoginEmail` emails the link.
+async fn login(
+    tx: &mut PgConnection,
+    input: &EmployeeInput,
+    employee: i64,
+    email: Option<&str>,
+) -> ApiResult<()> {
+    let mut user: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE employee_id = $1")
+        .bind(employee)
+        .fetch_optional(&mut *tx)
+        .await?;
+    if input.create_login && user.is_none() {
+        let Some(email) = email else { return Ok(()) };
+        let taken: bool = sqlx::query_scalar(
+            "SELECT EXISTS (SELECT 1 FROM users WHERE lower(login) = lower($1))",
+        )
+        .bind(email)
+        .fetch_one(&mut *tx)
+        .await?;
+        if taken {
+            return Err(ApiError::Conflict(
+                "emailAddress is already the login of another user.".into(),
+            ));
+        }
+        user = Some(
+            sqlx::query_scalar(
+                "INSERT INTO users (login, first_name, last_name, email_address, role_id, employee_id)
+                 SELECT $1, e.first_name, e.last_name, $1, r.id, e.id
+                 FROM employees e, roles r WHERE e.id = $2 AND lower(r.name) = $3
+                 RETURNING id",
+            )
+            .bind(email)
+            .bind(employee)
+            .bind(SELF_SERVICE_ROLE)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(unique_violation)?,
+        );
+    }
+    if input.send_login_email {
+        if let Some(user_id) = user {
+            outbox::enqueue(tx, Job::SendLoginEmail { user_id }).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn audit(
+    tx: &mut PgConnection,
+    caller: &Caller,
+    action: &str,
+    id: i64,
+    input: &EmployeeInput,
+) -> ApiResult<()> {
+    sqlx::query(
+        "INSERT INTO audit_log (user_id, client_id, action, resource_type, resource_id, request_id, detail)
+         VALUES ($1, $2, $3, 'employee', $4, $5, $6)",
+    )
+    .bind(caller.user_id)
+    .bind(caller.client_id)
+    .bind(action)
+    .bind(id.to_string())
+    .bind(&caller.request_id)
+    .bind(serde_json::json!({
+        "fields": input.field_names(),
+        "i9": input.i9.map(|w| if w.remote { "remote" } else { "on-site" }),
+        "createLogin": input.create_login,
+        "sendLoginEmail": input.send_login_email,
+        "rehire": input.rehire,
+    }))
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+fn push_column(qb: &mut QueryBuilder<'_, Postgres>, v: &ColumnValue) {
+    match v {
+        ColumnValue::Text(t) => qb.push_bind(t.clone()),
+        ColumnValue::Date(d) => qb.push_bind(*d),
+        ColumnValue::Int(i) => qb.push_bind(*i),
+        ColumnValue::SmallInt(i) => qb.push_bind(*i),
+    };
+}
+
+fn push_values(qb: &mut QueryBuilder<'_, Postgres>, state: &AppState, input: &EmployeeInput) {
+    let mut first = true;
+    let mut sep = |qb: &mut QueryBuilder<'_, Postgres>| {
+        if !first {
+            qb.push(", ");
+        }
+        first = false;
+    };
+    for (_, v) in &input.columns {
+        sep(qb);
+        push_column(qb, v);
+    }
+    if let Some(ssn) = &input.ssn {
+        sep(qb);
+        qb.push_bind(
+            ssn.as_ref()
+                .map(|s| state.cipher.encrypt_ssn(Purpose::EmployeeSsn, s)),
+        );
+        sep(qb);
+        qb.push_bind(ssn.as_ref().map(|s| state.cipher.ssn_search_hash(s)));
+        sep(qb);
+        qb.push_bind(ssn.as_ref().map(|s| s.last4().to_owned()));
+    }
+}

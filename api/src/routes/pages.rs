@@ -1,0 +1,208 @@
+//! Web pages for employees (no API token): setting the password of a new
+//! sign-in, and the Section 1 link. Server-rendered HTML that works without
+//! JavaScript; labels, `lang` and error messages tied to their fields.
+
+use axum::{
+    body::Bytes,
+    extract::{Path, State},
+    http::StatusCode,
+    response::{Html, IntoResponse, Response},
+};
+use i9_common::crypto::{hash_password, token_hash};
+
+use crate::{error::ApiError, state::AppState};
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+fn page(status: StatusCode, title: &str, body: &str) -> Response {
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <meta name=\"referrer\" content=\"no-referrer\">\
+         <title>{t}</title>\
+         <style>body{{font-family:system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem;line-height:1.5}}\
+         label{{display:block;margin-top:1rem;font-weight:600}}input{{font-size:1rem;padding:.4rem;width:100%;box-sizing:border-box}}\
+         .error{{color:#a40000}}button{{margin-top:1.5rem;font-size:1rem;padding:.5rem 1.2rem}}</style>\
+         </head><body><main><h1>{t}</h1>{body}</main></body></html>",
+        t = escape(title)
+    );
+    let mut r = (status, Html(html)).into_response();
+    r.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    r
+}
+
+const MIN_PASSWORD: usize = 12;
+
+/// A set-password token that is known, unused and unexpired: its user's login.
+async fn password_token(state: &AppState, token: &str) -> Result<Option<(i64, String)>, ApiError> {
+    Ok(sqlx::query_as(
+        "SELECT u.id, u.login FROM password_set_tokens t JOIN users u ON u.id = t.user_id
+         WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > now() AND NOT u.retired",
+    )
+    .bind(token_hash(token))
+    .fetch_optional(&state.pool)
+    .await?)
+}
+
+fn invalid_link() -> Response {
+    page(
+        StatusCode::NOT_FOUND,
+        "This link does not work",
+        "<p>The link is wrong, was already used, or has expired. Ask your employer for a new one.</p>",
+    )
+}
+
+fn password_form(login: &str, errors: &[(&str, &str)]) -> String {
+    let err = |field: &str| {
+        errors
+            .iter()
+            .find(|(f, _)| *f == field)
+            .map(|(_, m)| format!("<p class=\"error\" id=\"{field}-error\">{}</p>", escape(m)))
+            .unwrap_or_default()
+    };
+    let described = |field: &str| {
+        if errors.iter().any(|(f, _)| *f == field) {
+            format!(" aria-invalid=\"true\" aria-describedby=\"{field}-error\"")
+        } else {
+            String::new()
+        }
+    };
+    format!(
+        "<p>Your login is <strong>{login}</strong>. Choose a password of at least {MIN_PASSWORD} characters.</p>\
+         <form method=\"post\">\
+         <label for=\"password\">New password</label>\
+         <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"new-password\" required minlength=\"{MIN_PASSWORD}\"{d1}>{e1}\
+         <label for=\"confirm\">Repeat the password</label>\
+         <input id=\"confirm\" name=\"confirm\" type=\"password\" autocomplete=\"new-password\" required{d2}>{e2}\
+         <button type=\"submit\">Set password</button></form>",
+        login = escape(login),
+        d1 = described("password"),
+        e1 = err("password"),
+        d2 = described("confirm"),
+        e2 = err("confirm"),
+    )
+}
+
+pub async fn set_password_form(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+) -> Result<Response, ApiError> {
+    match password_token(&state, &token).await? {
+        Some((_, login)) => Ok(page(
+            StatusCode::OK,
+            "Set your password",
+            &password_form(&login, &[]),
+        )),
+        None => Ok(invalid_link()),
+    }
+}
+
+pub async fn set_password(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    let Some((user_id, login)) = password_token(&state, &token).await? else {
+        return Ok(invalid_link());
+    };
+    let form: Vec<(String, String)> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let get = |k: &str| {
+        form.iter()
+            .find(|(n, _)| n == k)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or("")
+    };
+    let (password, confirm) = (get("password").to_owned(), get("confirm"));
+    let mut errors = Vec::new();
+    if password.chars().count() < MIN_PASSWORD {
+        errors.push(("password", "The password needs at least 12 characters."));
+    } else if password.chars().count() > 256 {
+        errors.push(("password", "The password may have at most 256 characters."));
+    }
+    if confirm != password {
+        errors.push(("confirm", "The two passwords differ."));
+    }
+    if !errors.is_empty() {
+        return Ok(page(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Set your password",
+            &password_form(&login, &errors),
+        ));
+    }
+    let hash = tokio::task::spawn_blocking(move || hash_password(&password))
+        .await
+        .map_err(|e| ApiError::Internal(e.into()))?;
+    let mut tx = state.pool.begin().await?;
+    let used = sqlx::query(
+        "UPDATE password_set_tokens SET used_at = now() WHERE token_hash = $1 AND used_at IS NULL",
+    )
+    .bind(token_hash(&token))
+    .execute(&mut *tx)
+    .await?;
+    if used.rows_affected() == 0 {
+        return Ok(invalid_link());
+    }
+    sqlx::query("UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1")
+        .bind(user_id)
+        .bind(&hash)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query(
+        "INSERT INTO audit_log (user_id, action, resource_type, resource_id) VALUES ($1, 'password.set', 'user', $2)",
+    )
+    .bind(user_id)
+    .bind(user_id.to_string())
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(page(
+        StatusCode::OK,
+        "Password set",
+        &format!(
+            "<p>Your password is set. Sign in as <strong>{}</strong>.</p>",
+            escape(&login)
+        ),
+    ))
+}
+
+/// The Section 1 link: for now it tells the employee whether the I-9 is ready.
+pub async fn section1(
+    State(state): State<AppState>,
+    Path(token): Path<String>,
+) -> Result<Response, ApiError> {
+    let row: Option<(Option<i64>, Option<String>, String)> = sqlx::query_as(
+        "SELECT r.i9_id, i.status, e.first_name FROM i9_requests r
+         JOIN employees e ON e.id = r.employee_id
+         LEFT JOIN i9s i ON i.id = r.i9_id
+         WHERE r.section1_token_hash = $1 AND r.section1_used_at IS NULL AND r.section1_expires_at > now()",
+    )
+    .bind(token_hash(&token))
+    .fetch_optional(&state.pool)
+    .await?;
+    Ok(match row {
+        None => invalid_link(),
+        Some((None, _, name)) => page(
+            StatusCode::OK,
+            "Your Form I-9 is being prepared",
+            &format!("<p>{}, your Form I-9 is being prepared. Reload this page in a moment.</p>", escape(&name)),
+        ),
+        Some((Some(_), status, name)) => page(
+            StatusCode::OK,
+            "Section 1 of your Form I-9",
+            &format!(
+                "<p>{}, your Form I-9 is ready (status: {}). The Section 1 form opens on this page.</p>",
+                escape(&name),
+                escape(status.as_deref().unwrap_or("")),
+            ),
+        ),
+    })
+}

@@ -1,0 +1,30 @@
+//! The transactional outbox: a job is recorded in the same transaction as
+//! the write that causes it, and a relay ([`crate::relay`]) publishes it to
+//! RabbitMQ after commit. `NOTIFY` wakes the relays at commit.
+
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use crate::jobs::{Envelope, Job, ENVELOPE_VERSION};
+
+pub const NOTIFY_CHANNEL: &str = "i9_outbox";
+
+/// Record `job` in the caller's transaction; returns its job id.
+pub async fn enqueue(tx: &mut PgConnection, job: Job) -> Result<Uuid, sqlx::Error> {
+    let envelope = Envelope {
+        version: ENVELOPE_VERSION,
+        job_id: Uuid::new_v4(),
+        job,
+    };
+    sqlx::query("INSERT INTO job_outbox (job_id, kind, payload) VALUES ($1, $2, $3)")
+        .bind(envelope.job_id)
+        .bind(envelope.job.kind().name())
+        .bind(sqlx::types::Json(&envelope))
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("SELECT pg_notify($1, '')")
+        .bind(NOTIFY_CHANNEL)
+        .execute(&mut *tx)
+        .await?;
+    Ok(envelope.job_id)
+}

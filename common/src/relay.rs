@@ -1,0 +1,256 @@
+//! The outbox relay: publishes committed jobs from `job_outbox` to RabbitMQ
+//! and marks them published.
+//!
+//! - Wakes on `NOTIFY i9_outbox` (sent at commit by [`crate::outbox::enqueue`])
+//!   and polls as a fallback, so a lost notification delays a job by at most
+//!   the poll interval.
+//! - Claims rows with `FOR UPDATE SKIP LOCKED`: several relays (one per API
+//!   and worker process) share the work and never publish a row at the same time.
+//! - Publishes with publisher confirms and `mandatory`: a row is marked only
+//!   after the broker acked it, and a nack, a returned (unroutable) message or
+//!   a confirm that does not arrive in time counts as a failure. A row whose
+//!   publish was confirmed but whose mark failed is published again later;
+//!   handlers are idempotent by job id.
+//! - Supervises its own broker connection: when RabbitMQ goes away, writes
+//!   keep committing to the outbox, and the relay reconnects with backoff and
+//!   drains the backlog when the broker returns.
+
+use std::time::Duration;
+
+use anyhow::{anyhow, Context};
+use lapin::{
+    options::{BasicPublishOptions, ConfirmSelectOptions},
+    publisher_confirm::Confirmation,
+    BasicProperties, Channel, Connection,
+};
+use sqlx::{postgres::PgListener, PgPool};
+use tokio::sync::watch;
+use uuid::Uuid;
+
+use crate::{amqp::Topology, outbox::NOTIFY_CHANNEL};
+
+#[derive(Debug, Clone)]
+pub struct RelayConfig {
+    pub amqp_url: String,
+    pub topology: Topology,
+    /// Rows claimed per round.
+    pub batch: i64,
+    /// Fallback poll when no notification arrives.
+    pub poll: Duration,
+    /// Limit on one publish and on waiting for its confirm.
+    pub publish_timeout: Duration,
+    /// Longest wait between reconnection attempts.
+    pub max_backoff: Duration,
+}
+
+impl RelayConfig {
+    pub fn new(amqp_url: impl Into<String>, topology: Topology) -> Self {
+        Self {
+            amqp_url: amqp_url.into(),
+            topology,
+            batch: 200,
+            poll: Duration::from_secs(2),
+            publish_timeout: Duration::from_secs(10),
+            max_backoff: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A confirmed-publish channel and the connection that carries it.
+struct Link {
+    _connection: Connection,
+    channel: Channel,
+}
+
+impl Link {
+    async fn open(config: &RelayConfig) -> anyhow::Result<Self> {
+        let connection = tokio::time::timeout(
+            config.publish_timeout,
+            crate::amqp::connect(&config.amqp_url),
+        )
+        .await
+        .map_err(|_| anyhow!("timed out connecting to RabbitMQ"))??;
+        let channel = connection.create_channel().await?;
+        config.topology.declare(&channel).await?;
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await?;
+        Ok(Self {
+            _connection: connection,
+            channel,
+        })
+    }
+
+    fn usable(&self) -> bool {
+        self.channel.status().connected()
+    }
+}
+
+/// Run until `shutdown` turns true.
+pub async fn run(pool: PgPool, config: RelayConfig, mut shutdown: watch::Receiver<bool>) {
+    let mut link: Option<Link> = None;
+    let mut backoff = Duration::from_millis(200);
+    let mut listener = listen(&pool).await;
+    loop {
+        if *shutdown.borrow() {
+            break;
+        }
+        if link.as_ref().is_none_or(|l| !l.usable()) {
+            match Link::open(&config).await {
+                Ok(l) => {
+                    if link.is_some() || backoff > Duration::from_millis(200) {
+                        tracing::info!("outbox relay reconnected to RabbitMQ");
+                    }
+                    link = Some(l);
+                    backoff = Duration::from_millis(200);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, ?backoff, "outbox relay cannot reach RabbitMQ; jobs wait in the outbox");
+                    link = None;
+                    if sleep_or_shutdown(backoff, &mut shutdown).await {
+                        break;
+                    }
+                    backoff = (backoff * 2).min(config.max_backoff);
+                    continue;
+                }
+            }
+        }
+        let Some(l) = &link else { continue };
+        match publish_batch(&pool, &l.channel, &config).await {
+            Ok(n) if n as i64 >= config.batch => continue,
+            Ok(_) => {
+                // Idle: wait for a notification, the poll interval, or shutdown.
+                tokio::select! {
+                    _ = wait_notification(&mut listener, &pool) => {}
+                    _ = tokio::time::sleep(config.poll) => {}
+                    _ = shutdown.changed() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "outbox relay: publishing failed; reconnecting");
+                link = None;
+                if sleep_or_shutdown(backoff, &mut shutdown).await {
+                    break;
+                }
+                backoff = (backoff * 2).min(config.max_backoff);
+            }
+        }
+    }
+    tracing::info!("outbox relay stopped");
+}
+
+async fn listen(pool: &PgPool) -> Option<PgListener> {
+    let mut l = PgListener::connect_with(pool).await.ok()?;
+    l.listen(NOTIFY_CHANNEL).await.ok()?;
+    Some(l)
+}
+
+async fn wait_notification(listener: &mut Option<PgListener>, pool: &PgPool) {
+    match listener {
+        Some(l) => {
+            if l.recv().await.is_err() {
+                // The listener reconnects on its next use; meanwhile polling covers.
+                *listener = None;
+            }
+        }
+        None => {
+            *listener = listen(pool).await;
+            std::future::pending::<()>().await
+        }
+    }
+}
+
+/// True when shutdown was requested during the sleep.
+async fn sleep_or_shutdown(d: Duration, shutdown: &mut watch::Receiver<bool>) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(d) => *shutdown.borrow(),
+        _ = shutdown.changed() => true,
+    }
+}
+
+/// Publish one batch of unpublished jobs; returns how many were confirmed.
+async fn publish_batch(
+    pool: &PgPool,
+    channel: &Channel,
+    config: &RelayConfig,
+) -> anyhow::Result<usize> {
+    let mut tx = pool.begin().await?;
+    let rows: Vec<(i64, Uuid, String, sqlx::types::Json<serde_json::Value>)> = sqlx::query_as(
+        "SELECT id, job_id, kind, payload FROM job_outbox WHERE published_at IS NULL
+         ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
+    )
+    .bind(config.batch)
+    .fetch_all(&mut *tx)
+    .await?;
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let exchange = config.topology.jobs_exchange();
+    let mut pending = Vec::with_capacity(rows.len());
+    let mut failed: Vec<(i64, String)> = Vec::new();
+    for (id, job_id, kind, payload) in &rows {
+        let body = serde_json::to_vec(&payload.0)?;
+        let props = BasicProperties::default()
+            .with_delivery_mode(2)
+            .with_content_type("application/json".into())
+            .with_message_id(job_id.to_string().into());
+        let publish = channel.basic_publish(
+            &exchange,
+            kind,
+            BasicPublishOptions {
+                mandatory: true,
+                ..Default::default()
+            },
+            &body,
+            props,
+        );
+        match tokio::time::timeout(config.publish_timeout, publish).await {
+            Ok(Ok(confirm)) => pending.push((*id, confirm)),
+            Ok(Err(e)) => failed.push((*id, format!("publish failed: {e}"))),
+            Err(_) => failed.push((*id, "publish timed out".into())),
+        }
+    }
+    let mut confirmed = Vec::with_capacity(pending.len());
+    for (id, confirm) in pending {
+        match tokio::time::timeout(config.publish_timeout, confirm).await {
+            Ok(Ok(Confirmation::Ack(None))) => confirmed.push(id),
+            Ok(Ok(Confirmation::Ack(Some(_)))) => failed.push((
+                id,
+                "returned by the broker: no queue is bound for this kind".into(),
+            )),
+            Ok(Ok(Confirmation::Nack(_))) => failed.push((id, "nacked by the broker".into())),
+            Ok(Ok(Confirmation::NotRequested)) => {
+                failed.push((id, "publisher confirms are off".into()))
+            }
+            Ok(Err(e)) => failed.push((id, format!("confirm failed: {e}"))),
+            Err(_) => failed.push((id, "no confirm within the timeout".into())),
+        }
+    }
+    sqlx::query(
+        "UPDATE job_outbox SET published_at = now(), attempts = attempts + 1 WHERE id = ANY($1)",
+    )
+    .bind(&confirmed)
+    .execute(&mut *tx)
+    .await?;
+    for (id, error) in &failed {
+        sqlx::query("UPDATE job_outbox SET attempts = attempts + 1, last_error = $2 WHERE id = $1")
+            .bind(id)
+            .bind(error)
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await.context("marking published jobs")?;
+    tracing::debug!(
+        ok = confirmed.len(),
+        failed = failed.len(),
+        "outbox batch relayed"
+    );
+    if let Some((_, first)) = failed.first() {
+        return Err(anyhow!(
+            "{} of {} jobs not confirmed ({first})",
+            failed.len(),
+            rows.len()
+        ));
+    }
+    Ok(confirmed.len())
+}

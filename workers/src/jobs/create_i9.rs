@@ -1,0 +1,176 @@
+//! `create_i9`: create the I-9 an API write requested.
+//!
+//! Reads and writes `i9_requests`, `i9s`, `employees` (read), the outbox (the
+//! remote-hire email) and `processed_jobs`, all in one transaction.
+
+use chrono::{NaiveDate, Utc};
+use i9_common::{
+    crypto::Purpose,
+    domain::{calendar::business_days_after, FORM_VERSION},
+    jobs::Job,
+    outbox,
+};
+use uuid::Uuid;
+
+use super::{already_done, mark_done, JobError, JobResult};
+use crate::Context;
+
+pub const KIND: &str = "create_i9";
+
+type EmployeeRow = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<NaiveDate>,
+    Option<Vec<u8>>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Option<NaiveDate>,
+    Option<i64>,
+);
+
+pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
+    let mut tx = ctx.pool.begin().await?;
+    if already_done(&mut tx, job_id).await? {
+        return Ok(());
+    }
+    let request: Option<(i64, bool, Option<String>, Option<i64>)> = sqlx::query_as(
+        "SELECT employee_id, remote, onboarding_type, i9_id FROM i9_requests WHERE id = $1 FOR UPDATE",
+    )
+    .bind(request_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((employee_id, remote, onboarding, existing)) = request else {
+        return Err(JobError::Fatal(anyhow::anyhow!(
+            "I-9 request {request_id} does not exist"
+        )));
+    };
+    if existing.is_some() {
+        mark_done(&mut tx, job_id, KIND).await?;
+        tx.commit().await?;
+        return Ok(());
+    }
+    let e: EmployeeRow = sqlx::query_as(
+        "SELECT e.first_name, e.last_name, e.middle_name, e.other_name, e.date_of_birth, e.ssn_ciphertext,
+                e.ssn_last4, e.email_address, COALESCE(e.cell_number, e.home_number, e.work_number),
+                e.address_street, e.address_apartment, e.address_city, e.address_state, e.address_zip,
+                p.start_date, p.id
+         FROM employees e
+         LEFT JOIN LATERAL (SELECT id, start_date FROM employment_periods WHERE employee_id = e.id
+                            ORDER BY id DESC LIMIT 1) p ON TRUE
+         WHERE e.id = $1",
+    )
+    .bind(employee_id)
+    .fetch_one(&mut *tx)
+    .await?;
+    let (
+        first,
+        last,
+        middle,
+        other,
+        dob,
+        ssn_ct,
+        ssn_last4,
+        email,
+        phone,
+        street,
+        apt,
+        city,
+        state,
+        zip,
+        start,
+        period,
+    ) = e;
+    // The I-9 keeps its own copy of the number, under its own key purpose.
+    let ssn = match ssn_ct {
+        Some(ct) => {
+            let ssn = ctx
+                .cipher
+                .decrypt_ssn(Purpose::EmployeeSsn, &ct)
+                .map_err(|e| JobError::Fatal(e.into()))?;
+            Some(ctx.cipher.encrypt_ssn(Purpose::I9Ssn, &ssn))
+        }
+        None => None,
+    };
+    let inserted: Result<i64, sqlx::Error> = sqlx::query_scalar(
+        "INSERT INTO i9s (employee_id, employment_period_id, status, remote, onboarding_type, form_version,
+                          date_created, date_due, start_date, first_name, last_name, middle_initial, other_name,
+                          date_of_birth, ssn_ciphertext, ssn_last4, email_address, phone_number,
+                          address_street, address_apartment, address_city, address_state, address_zip)
+         VALUES ($1, $2, 'Section 1 Incomplete', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+                 $17, $18, $19, $20, $21, $22)
+         RETURNING id",
+    )
+    .bind(employee_id)
+    .bind(period)
+    .bind(remote)
+    .bind(&onboarding)
+    .bind(FORM_VERSION)
+    .bind(Utc::now())
+    .bind(start.map(|s| business_days_after(s, 3)))
+    .bind(start)
+    .bind(&first)
+    .bind(&last)
+    .bind(middle.as_deref().and_then(|m| m.chars().next()).map(|c| c.to_string()))
+    .bind(&other)
+    .bind(dob)
+    .bind(ssn)
+    .bind(&ssn_last4)
+    .bind(&email)
+    .bind(&phone)
+    .bind(&street)
+    .bind(&apt)
+    .bind(&city)
+    .bind(&state)
+    .bind(&zip)
+    .fetch_one(&mut *tx)
+    .await;
+    let i9_id = match inserted {
+        Ok(id) => id,
+        Err(sqlx::Error::Database(db)) if db.constraint() == Some("i9s_one_open_per_employee") => {
+            // Another way opened an I-9 meanwhile: the request is answered by it.
+            drop(tx);
+            let mut tx = ctx.pool.begin().await?;
+            let open: i64 = sqlx::query_scalar(
+                "SELECT id FROM i9s WHERE employee_id = $1
+                   AND status IN ('Section 1 Incomplete', 'Signed Sec 1', 'Signed Sec 2')",
+            )
+            .bind(employee_id)
+            .fetch_one(&mut *tx)
+            .await?;
+            sqlx::query("UPDATE i9_requests SET i9_id = $2 WHERE id = $1 AND i9_id IS NULL")
+                .bind(request_id)
+                .bind(open)
+                .execute(&mut *tx)
+                .await?;
+            mark_done(&mut tx, job_id, KIND).await?;
+            tx.commit().await?;
+            tracing::warn!(
+                employee_id,
+                i9_id = open,
+                "employee already had an open I-9; request linked to it"
+            );
+            return Ok(());
+        }
+        Err(e) => return Err(e.into()),
+    };
+    sqlx::query("UPDATE i9_requests SET i9_id = $2 WHERE id = $1")
+        .bind(request_id)
+        .bind(i9_id)
+        .execute(&mut *tx)
+        .await?;
+    if remote {
+        outbox::enqueue(&mut tx, Job::SendRemoteHireEmail { request_id }).await?;
+    }
+    mark_done(&mut tx, job_id, KIND).await?;
+    tx.commit().await?;
+    tracing::info!(i9_id, employee_id, remote, "I-9 created");
+    Ok(())
+}

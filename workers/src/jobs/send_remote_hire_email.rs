@@ -1,0 +1,73 @@
+//! `send_remote_hire_email`: email a remote hire the Section 1 link of its
+//! I-9, in English or Spanish (`languagePreference`).
+//!
+//! Reads `i9_requests` and `employees`; writes `processed_jobs`.
+
+use i9_common::{crypto::Purpose, links};
+use uuid::Uuid;
+
+use super::{already_done, mark_done, JobError, JobResult};
+use crate::{
+    mailer::{escape, Email},
+    Context,
+};
+
+pub const KIND: &str = "send_remote_hire_email";
+
+pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
+    let mut conn = ctx.pool.acquire().await?;
+    if already_done(&mut conn, job_id).await? {
+        return Ok(());
+    }
+    let row: Option<(Vec<u8>, String, Option<String>, Option<i16>)> = sqlx::query_as(
+        "SELECT r.section1_token_ciphertext, e.first_name, e.email_address, e.language_preference
+         FROM i9_requests r JOIN employees e ON e.id = r.employee_id WHERE r.id = $1",
+    )
+    .bind(request_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some((token_ct, first_name, Some(to), language)) = row else {
+        return Err(JobError::Fatal(anyhow::anyhow!(
+            "I-9 request {request_id} is gone or its employee has no email address"
+        )));
+    };
+    let token = ctx
+        .cipher
+        .decrypt(Purpose::Section1Token, &token_ct)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| {
+            JobError::Fatal(anyhow::anyhow!(
+                "the Section 1 token of request {request_id} cannot be decrypted"
+            ))
+        })?;
+    let link = links::section1(&ctx.config.public_base_url, &token);
+    let (subject, intro, action) = if language == Some(2) {
+        (
+            "Complete la Sección 1 de su Formulario I-9",
+            "Su empleador le pide completar y firmar la Sección 1 del Formulario I-9 antes de su primer día de trabajo.",
+            "Abrir la Sección 1",
+        )
+    } else {
+        (
+            "Complete Section 1 of your Form I-9",
+            "Your employer asks you to complete and sign Section 1 of Form I-9 by your first day of work.",
+            "Open Section 1",
+        )
+    };
+    let email = Email {
+        to,
+        subject: subject.into(),
+        text: format!("{first_name},\n\n{intro}\n\n{action}: {link}\n"),
+        html: format!(
+            "<p>{name},</p><p>{intro}</p><p><a href=\"{link_html}\">{action}</a></p>",
+            name = escape(&first_name),
+            link_html = escape(&link),
+        ),
+        message_id: format!("<{job_id}@i9.invalid>"),
+    };
+    ctx.mailer.send(&email).await.map_err(JobError::Retryable)?;
+    mark_done(&mut conn, job_id, KIND).await?;
+    tracing::info!(%request_id, "remote-hire email sent");
+    Ok(())
+}

@@ -1,0 +1,35 @@
+//! `i9-worker`: consumes the service's jobs from RabbitMQ.
+//!
+//! - [`consumer`]: connection supervision, acks, retries, dead-lettering, drain.
+//! - [`jobs`]: one handler per job kind.
+//! - [`mailer`]: outgoing mail (SMTP or `.eml` files).
+
+pub mod consumer;
+pub mod jobs;
+pub mod mailer;
+
+use std::sync::Arc;
+
+use i9_common::{crypto::DataCipher, Config};
+use sqlx::PgPool;
+
+/// What every job handler may use.
+#[derive(Clone, Debug)]
+pub struct Context {
+    pub pool: PgPool,
+    pub cipher: DataCipher,
+    pub config: Arc<Config>,
+    pub mailer: mailer::Mailer,
+}
+
+impl Context {
+    pub fn new(config: Config, pool: PgPool) -> anyhow::Result<Self> {
+        let mailer = mailer::Mailer::new(config.smtp_url.as_deref(), config.mail_dir.clone())?;
+        Ok(Self {
+            cipher: DataCipher::from_config(&config),
+            pool,
+            config: Arc::new(config),
+            mailer,
+        })
+    }
+}
