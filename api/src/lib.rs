@@ -91,16 +91,22 @@ pub struct Application {
 impl Application {
     pub async fn build(config: Config, pool: PgPool) -> anyhow::Result<Self> {
         let listener = TcpListener::bind(config.bind_addr).await?;
+        Ok(Self::with_listener(listener, config, pool))
+    }
+
+    /// Serve on a listener bound by the caller (tests bind port 0 first, so
+    /// `PUBLIC_BASE_URL` can name the real port).
+    pub fn with_listener(listener: TcpListener, config: Config, pool: PgPool) -> Self {
         let state = AppState {
             cipher: DataCipher::from_config(&config),
             pool,
             config: Arc::new(config),
             metrics: middleware::metrics_handle(),
         };
-        Ok(Self {
+        Self {
             listener,
             router: router(state),
-        })
+        }
     }
 
     pub fn port(&self) -> u16 {

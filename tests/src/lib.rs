@@ -2,12 +2,45 @@
 //! fresh Postgres database of its own, migrated and seeded with the example
 //! organization. The database is dropped when the `TestApp` is dropped.
 
-use std::{path::PathBuf, sync::Arc};
+pub mod proxy;
+pub mod smtp;
+
+use std::{future::Future, path::PathBuf, sync::Arc, time::Duration};
 
 use i9_api::Application;
-use i9_common::{crypto::DataCipher, db::MIGRATOR, seed, Config};
+use i9_common::{
+    amqp::Topology, crypto::DataCipher, db::MIGRATOR, relay, retry::RetryPolicy, seed, Config,
+};
 use serde_json::Value;
 use sqlx::{postgres::PgPoolOptions, Connection, Executor, PgConnection, PgPool};
+use tokio::sync::watch;
+
+pub use proxy::TcpProxy;
+pub use smtp::TestSmtp;
+
+/// RabbitMQ as the machine runs it.
+pub fn amqp_url() -> String {
+    std::env::var("AMQP_URL").unwrap_or_else(|_| i9_common::config::DEFAULT_AMQP_URL.to_owned())
+}
+
+/// Poll `check` until it holds, or fail after 30 s. No sleeps as synchronisation.
+pub async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        if check().await {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for: {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
 
 /// The server (maintenance) database tests create their databases from.
 pub fn admin_database_url() -> String {
@@ -93,10 +126,28 @@ impl Drop for TestDb {
 pub struct TestApp {
     pub address: String,
     pub port: u16,
-    pub db: TestDb,
     pub config: Arc<Config>,
     pub cipher: DataCipher,
     pub http: reqwest::Client,
+    /// Queue and exchange names of this test alone.
+    pub topology: Topology,
+    pub smtp: Option<TestSmtp>,
+    pub proxy: Option<TcpProxy>,
+    stop: watch::Sender<bool>,
+    worker: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
+    // Dropped last: the database outlives the tasks using it.
+    pub db: TestDb,
+}
+
+/// What to run beside the API.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Stack {
+    /// The outbox relay and a worker serving every job kind, with a real SMTP server.
+    pub jobs: bool,
+    /// Reach RabbitMQ through a proxy the test can cut.
+    pub proxy: bool,
+    /// Start no worker (when `jobs`); the test starts its own.
+    pub no_worker: bool,
 }
 
 /// Start the API with a fresh, seeded database.
@@ -105,35 +156,182 @@ pub async fn spawn_app() -> TestApp {
 }
 
 pub async fn spawn_app_with(configure: impl FnOnce(&mut Config)) -> TestApp {
+    spawn(Stack::default(), configure).await
+}
+
+/// The API, the outbox relay, a worker and an SMTP server, on this test's own
+/// database and queues.
+pub async fn spawn_stack() -> TestApp {
+    spawn(
+        Stack {
+            jobs: true,
+            ..Stack::default()
+        },
+        |_| {},
+    )
+    .await
+}
+
+pub async fn spawn(stack: Stack, configure: impl FnOnce(&mut Config)) -> TestApp {
+    i9_common::telemetry::init("warn,i9_common=info,i9_workers=info");
     let db = TestDb::new().await;
     let mut config = Config::for_tests(&db.url);
     config.bind_addr = ([127, 0, 0, 1], 0).into();
+    config.amqp_url = amqp_url();
+    let proxy = if stack.proxy {
+        Some(TcpProxy::start("127.0.0.1:5672").await)
+    } else {
+        None
+    };
+    if let Some(p) = &proxy {
+        config.amqp_url = p.amqp_url();
+    }
+    let smtp = stack.jobs.then(TestSmtp::start);
+    if let Some(s) = &smtp {
+        config.smtp_url = Some(s.url());
+    }
     configure(&mut config);
     let cipher = DataCipher::from_config(&config);
     seed::load(&db.pool, &cipher, &fixture())
         .await
         .expect("seed the example organization");
-    let app = Application::build(config.clone(), db.pool.clone())
+    let topology = Topology::new(format!("t{}", uuid::Uuid::new_v4().simple()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
-        .expect("build app");
-    let port = app.port();
+        .expect("bind API");
+    let port = listener.local_addr().expect("addr").port();
+    let public = format!("http://127.0.0.1:{port}");
+    config.public_base_url.clone_from(&public);
+    let (stop, stop_rx) = watch::channel(false);
+    let app = Application::with_listener(listener, config.clone(), db.pool.clone());
     tokio::spawn(app.run(std::future::pending()));
+    let mut worker = None;
+    if stack.jobs {
+        let mut relay_config = relay::RelayConfig::new(config.amqp_url.clone(), topology.clone());
+        relay_config.poll = Duration::from_millis(500);
+        relay_config.max_backoff = Duration::from_secs(1);
+        tokio::spawn(relay::run(db.pool.clone(), relay_config, stop_rx.clone()));
+        if !stack.no_worker {
+            worker = Some(start_worker(&config, &db.pool, &topology, stop_rx.clone()));
+        }
+    }
     TestApp {
-        address: format!("http://127.0.0.1:{port}"),
+        address: public,
         port,
-        db,
         config: Arc::new(config),
         cipher,
         http: reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("client"),
+        topology,
+        smtp,
+        proxy,
+        stop,
+        worker,
+        db,
+    }
+}
+
+/// A worker serving every job kind, with a short retry policy.
+pub fn start_worker(
+    config: &Config,
+    pool: &PgPool,
+    topology: &Topology,
+    stop: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<anyhow::Result<()>> {
+    let ctx = i9_workers::Context::new(config.clone(), pool.clone()).expect("worker context");
+    let mut wc = i9_workers::consumer::WorkerConfig::new(
+        i9_common::jobs::JobKind::ALL.to_vec(),
+        topology.clone(),
+    );
+    // One job at a time per kind: a test can tell a job was handled once a later one of the same kind is.
+    wc.prefetch = 1;
+    wc.retry = RetryPolicy {
+        max_attempts: 4,
+        base: Duration::from_secs(1),
+        cap: Duration::from_secs(1),
+        jitter: 0.0,
+    };
+    tokio::spawn(i9_workers::consumer::run(ctx, wc, stop))
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        if let Some(w) = self.worker.take() {
+            w.abort();
+        }
+        if self.smtp.is_none() {
+            return; // no relay or worker declared anything
+        }
+        let topology = self.topology.clone();
+        // Remove this test's queues and exchanges from the shared broker.
+        let _ = std::thread::spawn(move || {
+            if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            {
+                rt.block_on(async {
+                    if let Ok(conn) = i9_common::amqp::connect(&amqp_url()).await {
+                        if let Ok(ch) = conn.create_channel().await {
+                            let _ = topology.delete(&ch).await;
+                        }
+                        let _ = conn.close(200, "test done").await;
+                    }
+                });
+            }
+        })
+        .join();
     }
 }
 
 impl TestApp {
     pub fn pool(&self) -> &PgPool {
         &self.db.pool
+    }
+
+    pub fn smtp(&self) -> &TestSmtp {
+        self.smtp.as_ref().expect("spawned with an SMTP server")
+    }
+
+    /// A receiver that turns true when the test ends (for tasks a test starts itself).
+    pub fn stop_signal(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    pub async fn post_json(&self, path: &str, token: &str, body: &Value) -> reqwest::Response {
+        self.http
+            .post(self.url(path))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .expect("POST")
+    }
+
+    pub async fn patch_json(&self, path: &str, token: &str, body: &Value) -> reqwest::Response {
+        self.http
+            .patch(self.url(path))
+            .bearer_auth(token)
+            .json(body)
+            .send()
+            .await
+            .expect("PATCH")
+    }
+
+    pub async fn count(&self, sql: &str, id: i64) -> i64 {
+        sqlx::query_scalar(sql)
+            .bind(id)
+            .fetch_one(self.pool())
+            .await
+            .expect("count")
+    }
+
+    /// I-9s of an employee.
+    pub async fn i9_count(&self, employee: i64) -> i64 {
+        self.count("SELECT count(*) FROM i9s WHERE employee_id = $1", employee)
+            .await
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -81,7 +81,11 @@ impl Mailer {
             .context("building the message")?;
         match self {
             Mailer::Smtp(t) => {
-                t.send(message).await.context("SMTP delivery")?;
+                // lettre bounds each command; this bounds the whole exchange.
+                tokio::time::timeout(std::time::Duration::from_secs(60), t.send(message))
+                    .await
+                    .context("SMTP delivery timed out")?
+                    .context("SMTP delivery")?;
             }
             Mailer::Files(dir) => {
                 tokio::fs::create_dir_all(dir)

@@ -4,6 +4,8 @@
 
 mod access;
 mod auth;
+mod employee_writes;
+mod jobs;
 mod lists;
 mod openapi;
 mod operations;

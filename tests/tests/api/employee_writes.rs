@@ -1,0 +1,663 @@
+//! POST and PATCH /v1/employees: every rule of the specification's table and
+//! decisions.md section 7, each error with its status and the fields it names.
+
+use i9_tests::{spawn_app, TestApp, ADMIN, WEST_HR};
+use serde_json::{json, Value};
+
+async fn problem(r: reqwest::Response, status: u16) -> Value {
+    assert_eq!(r.status(), status, "status");
+    assert_eq!(r.headers()["content-type"], "application/problem+json");
+    r.json().await.unwrap()
+}
+
+fn fields(body: &Value) -> Vec<(String, String)> {
+    body["errors"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| {
+                    (
+                        e["field"].as_str().unwrap().to_owned(),
+                        e["code"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn counts(app: &TestApp) -> (i64, i64, i64, i64) {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM employees), (SELECT count(*) FROM employment_periods),
+                (SELECT count(*) FROM job_outbox), (SELECT count(*) FROM i9_requests)",
+    )
+    .fetch_one(app.pool())
+    .await
+    .unwrap()
+}
+
+fn ana() -> Value {
+    json!({"firstName": "Ana", "lastName": "Diaz", "locationId": 3, "startDate": "11/05/2026",
+           "socialSecurityNumber": "456-78-9012", "emailAddress": "ana.diaz@mail.example",
+           "profileId": "EMP-2001", "jobTitle": "Picker", "languagePreference": 2, "custom3": "night shift"})
+}
+
+#[tokio::test]
+async fn create_answers_201_with_location_and_the_full_record() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let mut body = ana();
+    body["locationId"] = json!(app.group_id("Portland Warehouse").await);
+    body["id"] = json!(999); // ignored on POST
+    let r = app.post_json("/v1/employees", &token, &body).await;
+    assert_eq!(r.status(), 201);
+    let location = r.headers()["location"].to_str().unwrap().to_owned();
+    let created: Value = r.json().await.unwrap();
+    let id = created["id"].as_i64().unwrap();
+    assert_ne!(id, 999);
+    assert_eq!(location, format!("/v1/employees/{id}"));
+    assert_eq!(created["fullName"], "Diaz, Ana");
+    assert_eq!(
+        created["startDate"], "2026-11-05",
+        "MM/DD/YYYY accepted, YYYY-MM-DD returned"
+    );
+    assert_eq!(created["socialSecurityNumber"], "456-78-9012");
+    assert_eq!(created["languagePreference"], 2);
+    assert_eq!(created["custom3"], "night shift");
+    assert_eq!(created["i9Status"], "Not Started");
+    assert_eq!(created["i9FormSection1Link"], Value::Null);
+    let fetched = app.get_json(&location, &token).await;
+    assert_eq!(fetched["profileId"], "EMP-2001");
+    let audit: (String, Option<String>) =
+        sqlx::query_as("SELECT action, request_id FROM audit_log WHERE action = 'employee.create' AND resource_id = $1")
+            .bind(id.to_string())
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert!(audit.1.is_some(), "the request id is recorded");
+    let detail: Value =
+        sqlx::query_scalar("SELECT detail FROM audit_log WHERE action = 'employee.create'")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert!(
+        !detail.to_string().contains("456-78"),
+        "names of fields, never values"
+    );
+}
+
+#[tokio::test]
+async fn every_invalid_field_is_named_at_once_and_nothing_is_written() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let before = counts(&app).await;
+    let body = json!({
+        "firstName": "x".repeat(41), "lastName": "", "locationId": "3", "middleName": "m".repeat(26),
+        "socialSecurityNumber": "123-45-678", "dateOfBirth": "1990-13-01", "startDate": 20261105,
+        "profileId": "p".repeat(31), "otherName": "o".repeat(41), "jobTitle": "j".repeat(81),
+        "emailAddress": "nobody", "languagePreference": 3, "custom8": "c".repeat(256),
+        "notificationEmail2": "also not an email", "addressState": "s".repeat(21), "addressZip": "12345-67890",
+        "workExtension": "12345678901", "createLogin": "yes", "sendLoginEmail": 1, "createI9": "Yes",
+        "favouriteColour": "blue"
+    });
+    let r = app.post_json("/v1/employees", &token, &body).await;
+    let p = problem(r, 422).await;
+    assert_eq!(p["type"], "/problems/validation-error");
+    let got = fields(&p);
+    for (field, code) in [
+        ("firstName", "too_long"),
+        ("lastName", "required"),
+        ("locationId", "invalid_type"),
+        ("middleName", "too_long"),
+        ("socialSecurityNumber", "invalid_format"),
+        ("dateOfBirth", "invalid_date"),
+        ("startDate", "invalid_type"),
+        ("profileId", "too_long"),
+        ("otherName", "too_long"),
+        ("jobTitle", "too_long"),
+        ("emailAddress", "invalid_format"),
+        ("languagePreference", "invalid_value"),
+        ("custom8", "too_long"),
+        ("notificationEmail2", "invalid_format"),
+        ("addressState", "too_long"),
+        ("addressZip", "too_long"),
+        ("workExtension", "too_long"),
+        ("createLogin", "invalid_type"),
+        ("sendLoginEmail", "invalid_type"),
+        ("createI9", "invalid_value"),
+        ("favouriteColour", "unknown_field"),
+    ] {
+        assert!(
+            got.contains(&(field.to_owned(), code.to_owned())),
+            "{field}/{code} missing from {got:?}"
+        );
+    }
+    assert_eq!(got.len(), 21, "{got:?}");
+    assert!(
+        !p.to_string().contains("123-45-678"),
+        "no SSN in an error body"
+    );
+    assert_eq!(counts(&app).await, before, "nothing written");
+}
+
+#[tokio::test]
+async fn the_i9_choices_are_exact_and_mutually_exclusive() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    for bad in ["Yes", "YES", "If allowed", "true"] {
+        let mut body = ana();
+        body["createI9"] = json!(bad);
+        let p = problem(app.post_json("/v1/employees", &token, &body).await, 422).await;
+        assert_eq!(
+            fields(&p),
+            [("createI9".into(), "invalid_value".into())],
+            "{bad}"
+        );
+        let mut body = ana();
+        body["createRemotehireI9"] = json!(bad);
+        let p = problem(app.post_json("/v1/employees", &token, &body).await, 422).await;
+        assert_eq!(
+            fields(&p),
+            [("createRemotehireI9".into(), "invalid_value".into())],
+            "{bad}"
+        );
+    }
+    let mut body = ana();
+    body["createI9"] = json!("yes");
+    body["createRemoteHireI9"] = json!("if allowed");
+    let p = problem(app.post_json("/v1/employees", &token, &body).await, 422).await;
+    assert_eq!(
+        fields(&p),
+        [
+            ("createI9".into(), "mutually_exclusive".into()),
+            ("createRemoteHireI9".into(), "mutually_exclusive".into())
+        ]
+    );
+    assert_eq!(counts(&app).await.0, 3);
+}
+
+#[tokio::test]
+async fn remote_hire_and_sign_ins_need_an_email_address() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let mut body = ana();
+    body.as_object_mut().unwrap().remove("emailAddress");
+    for (flag, value) in [
+        ("createRemotehireI9", json!("yes")),
+        ("createLogin", json!(true)),
+    ] {
+        let mut b = body.clone();
+        b[flag] = value;
+        let p = problem(app.post_json("/v1/employees", &token, &b).await, 422).await;
+        assert_eq!(
+            fields(&p),
+            [("emailAddress".into(), "required".into())],
+            "{flag}"
+        );
+    }
+    // Sending a login email needs a sign-in.
+    let mut b = ana();
+    b["sendLoginEmail"] = json!(true);
+    let p = problem(app.post_json("/v1/employees", &token, &b).await, 422).await;
+    assert_eq!(fields(&p), [("sendLoginEmail".into(), "no_login".into())]);
+    assert_eq!(counts(&app).await.0, 3);
+}
+
+#[tokio::test]
+async fn references_must_exist_and_groups_must_be_the_callers() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let mut body = ana();
+    body["locationId"] = json!(999_999);
+    body["legalEntity"] = json!(888_888);
+    let p = problem(app.post_json("/v1/employees", &admin, &body).await, 422).await;
+    assert_eq!(
+        fields(&p),
+        [
+            ("locationId".into(), "not_found".into()),
+            ("legalEntity".into(), "not_found".into())
+        ]
+    );
+    // West's HR manager cannot create an employee in Boston, nor move one there.
+    let west = app.token(WEST_HR).await;
+    let mut body = ana();
+    body["locationId"] = json!(app.group_id("Boston Office").await);
+    problem(app.post_json("/v1/employees", &west, &body).await, 403).await;
+    let maria = app.employee_id("EMP-1001").await;
+    let patch = json!({"firstName": "Maria", "lastName": "Lopez", "locationId": app.group_id("Boston Office").await});
+    problem(
+        app.patch_json(&format!("/v1/employees/{maria}"), &west, &patch)
+            .await,
+        403,
+    )
+    .await;
+    // ...nor touch an employee it cannot see (404, as if absent).
+    let aisha = app.employee_id("EMP-1003").await;
+    let patch = json!({"firstName": "A", "lastName": "O", "locationId": app.group_id("Seattle Office").await});
+    problem(
+        app.patch_json(&format!("/v1/employees/{aisha}"), &west, &patch)
+            .await,
+        404,
+    )
+    .await;
+    assert_eq!(counts(&app).await.0, 3);
+    let loc: i64 = sqlx::query_scalar("SELECT location_id FROM employees WHERE id = $1")
+        .bind(maria)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(loc, app.group_id("Portland Warehouse").await);
+}
+
+#[tokio::test]
+async fn duplicates_are_409_naming_the_existing_employee() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let maria = app.employee_id("EMP-1001").await;
+    for (field, value) in [
+        ("profileId", "emp-1001"),
+        ("socialSecurityNumber", "123-45-6789"),
+    ] {
+        let mut body = ana();
+        body[field] = json!(value);
+        let p = problem(app.post_json("/v1/employees", &token, &body).await, 409).await;
+        let detail = p["detail"].as_str().unwrap();
+        assert!(
+            detail.contains(&format!("employee {maria}")) && detail.contains(field),
+            "{detail}"
+        );
+        assert!(!detail.contains("123-45"));
+    }
+    // PATCH may not take another employee's number either.
+    let james = app.employee_id("EMP-1002").await;
+    let patch = json!({"firstName": "James", "lastName": "Chen", "locationId": app.group_id("Seattle Office").await,
+                       "socialSecurityNumber": "123-45-6789"});
+    problem(
+        app.patch_json(&format!("/v1/employees/{james}"), &token, &patch)
+            .await,
+        409,
+    )
+    .await;
+    assert_eq!(counts(&app).await.0, 3);
+}
+
+#[tokio::test]
+async fn fields_the_operation_does_not_accept_are_named() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let mut body = ana();
+    body["rehire"] = json!("yes");
+    body["integrationCandidateId"] = json!("c-17");
+    body["onboardingType"] = json!("remote");
+    let p = problem(app.post_json("/v1/employees", &token, &body).await, 422).await;
+    let got = fields(&p);
+    for f in ["rehire", "integrationCandidateId", "onboardingType"] {
+        assert!(
+            got.contains(&(f.to_owned(), "not_accepted".to_owned())),
+            "{f}: {got:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn bodies_must_be_json_objects_of_bounded_size() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let send = |ct: &'static str, body: Vec<u8>| {
+        app.http
+            .post(app.url("/v1/employees"))
+            .bearer_auth(&token)
+            .header("content-type", ct)
+            .body(body)
+            .send()
+    };
+    problem(send("text/plain", b"{}".to_vec()).await.unwrap(), 415).await;
+    problem(
+        send("application/json", b"{\"firstName\": ".to_vec())
+            .await
+            .unwrap(),
+        400,
+    )
+    .await;
+    problem(
+        send("application/json", b"[1, 2]".to_vec()).await.unwrap(),
+        400,
+    )
+    .await;
+    problem(
+        send("application/json", b"\xff\xfe".to_vec())
+            .await
+            .unwrap(),
+        400,
+    )
+    .await;
+    let big = format!("{{\"custom1\": \"{}\"}}", "x".repeat(300 * 1024));
+    problem(
+        send("application/json", big.into_bytes()).await.unwrap(),
+        413,
+    )
+    .await;
+    // The write scope is needed, and the permission.
+    let read_only = app.sign_in_with(i9_tests::REPORTING, ADMIN, None).await;
+    let r = app
+        .post_json(
+            "/v1/employees",
+            read_only["access_token"].as_str().unwrap(),
+            &ana(),
+        )
+        .await;
+    assert_eq!(
+        problem(r, 403).await["type"],
+        "/problems/insufficient-scope"
+    );
+    let viewer = app.token(i9_tests::BOSTON_VIEWER).await;
+    assert_eq!(
+        problem(app.post_json("/v1/employees", &viewer, &ana()).await, 403).await["type"],
+        "/problems/forbidden"
+    );
+    assert_eq!(counts(&app).await.0, 3);
+}
+
+#[tokio::test]
+async fn patch_requires_the_table_fields_and_updates_what_it_is_given() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let maria = app.employee_id("EMP-1001").await;
+    let path = format!("/v1/employees/{maria}");
+    let p = problem(
+        app.patch_json(&path, &token, &json!({"jobTitle": "Lead"}))
+            .await,
+        422,
+    )
+    .await;
+    assert_eq!(
+        fields(&p),
+        [
+            ("firstName".into(), "required".into()),
+            ("lastName".into(), "required".into()),
+            ("locationId".into(), "required".into())
+        ]
+    );
+    let portland = app.group_id("Portland Warehouse").await;
+    let p = problem(
+        app.patch_json(&path, &token, &json!({"id": maria + 1, "firstName": "Maria", "lastName": "Lopez", "locationId": portland})).await,
+        422,
+    )
+    .await;
+    assert_eq!(fields(&p), [("id".into(), "mismatch".into())]);
+    let r = app
+        .patch_json(
+            &path,
+            &token,
+            &json!({"id": maria, "firstName": "María", "lastName": "López", "locationId": portland,
+                                           "jobTitle": "Shift Lead", "middleName": null}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let rec: Value = r.json().await.unwrap();
+    assert_eq!(
+        (rec["fullName"].as_str(), rec["jobTitle"].as_str()),
+        (Some("López, María"), Some("Shift Lead"))
+    );
+    assert_eq!(
+        rec["middleName"],
+        Value::Null,
+        "null clears an optional field"
+    );
+    assert_eq!(
+        rec["socialSecurityNumber"], "123-45-6789",
+        "absent fields are kept"
+    );
+    assert_eq!(rec["addressCity"], "Portland");
+    problem(
+        app.patch_json(
+            "/v1/employees/999999",
+            &token,
+            &json!({"firstName": "A", "lastName": "B", "locationId": portland}),
+        )
+        .await,
+        404,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn termination_changes_the_current_period_and_rehire_adds_one() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let maria = app.employee_id("EMP-1001").await; // active, started 2026-10-05
+    let james = app.employee_id("EMP-1002").await; // terminated 2026-06-30
+    let portland = app.group_id("Portland Warehouse").await;
+    let seattle = app.group_id("Seattle Office").await;
+    let m = |extra: Value| {
+        let mut b = json!({"firstName": "Maria", "lastName": "Lopez", "locationId": portland});
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        b
+    };
+    let j = |extra: Value| {
+        let mut b = json!({"firstName": "James", "lastName": "Chen", "locationId": seattle});
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        b
+    };
+    let periods = |id: i64| {
+        app.count(
+            "SELECT count(*) FROM employment_periods WHERE employee_id = $1",
+            id,
+        )
+    };
+
+    // terminatedDate before the period's start: 422.
+    let p = problem(
+        app.patch_json(
+            &format!("/v1/employees/{maria}"),
+            &token,
+            &m(json!({"terminatedDate": "2026-10-01"})),
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert_eq!(
+        fields(&p),
+        [("terminatedDate".into(), "before_start".into())]
+    );
+    // Re-hiring an active employee: 409. Without startDate: 422.
+    problem(
+        app.patch_json(
+            &format!("/v1/employees/{maria}"),
+            &token,
+            &m(json!({"rehire": "yes", "startDate": "2026-12-01"})),
+        )
+        .await,
+        409,
+    )
+    .await;
+    let p = problem(
+        app.patch_json(
+            &format!("/v1/employees/{james}"),
+            &token,
+            &j(json!({"rehire": "yes"})),
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert_eq!(fields(&p), [("startDate".into(), "required".into())]);
+    let p = problem(
+        app.patch_json(
+            &format!("/v1/employees/{james}"),
+            &token,
+            &j(json!({"rehire": "Yes", "startDate": "2026-12-01"})),
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert_eq!(fields(&p), [("rehire".into(), "invalid_value".into())]);
+    assert_eq!(periods(maria).await + periods(james).await, 2);
+
+    // Terminate Maria: the current period changes, no new one.
+    let r = app
+        .patch_json(
+            &format!("/v1/employees/{maria}"),
+            &token,
+            &m(json!({"terminatedDate": "2026-11-30"})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let rec: Value = r.json().await.unwrap();
+    assert_eq!(
+        (rec["startDate"].as_str(), rec["terminatedDate"].as_str()),
+        (Some("2026-10-05"), Some("2026-11-30"))
+    );
+    assert_eq!(periods(maria).await, 1);
+
+    // Re-hire James: a new period.
+    let r = app
+        .patch_json(
+            &format!("/v1/employees/{james}"),
+            &token,
+            &j(json!({"rehire": "yes", "startDate": "12/01/2026"})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let rec: Value = r.json().await.unwrap();
+    assert_eq!(
+        (rec["startDate"].as_str(), rec["terminatedDate"].as_str()),
+        (Some("2026-12-01"), None)
+    );
+    assert_eq!(periods(james).await, 2);
+    let old: (chrono::NaiveDate, Option<chrono::NaiveDate>) =
+        sqlx::query_as("SELECT start_date, terminated_date FROM employment_periods WHERE employee_id = $1 ORDER BY id LIMIT 1")
+            .bind(james)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        old.1.map(|d| d.to_string()),
+        Some("2026-06-30".to_owned()),
+        "the old period is kept"
+    );
+    // Now active: another re-hire is a conflict.
+    problem(
+        app.patch_json(
+            &format!("/v1/employees/{james}"),
+            &token,
+            &j(json!({"rehire": "yes", "startDate": "2027-01-04"})),
+        )
+        .await,
+        409,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn create_i9_yes_conflicts_with_an_open_i9_and_if_allowed_does_not() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let maria = app.employee_id("EMP-1001").await;
+    let open = app.insert_i9(maria, "Signed Sec 1").await;
+    let portland = app.group_id("Portland Warehouse").await;
+    let path = format!("/v1/employees/{maria}");
+    let before = counts(&app).await;
+    for choice in ["createI9", "createRemotehireI9"] {
+        let body = json!({"firstName": "Maria", "lastName": "Lopez", "locationId": portland, "jobTitle": "Changed", choice: "yes"});
+        let p = problem(app.patch_json(&path, &token, &body).await, 409).await;
+        assert!(p["detail"].as_str().unwrap().contains("open I-9"));
+    }
+    let title: Option<String> = sqlx::query_scalar("SELECT job_title FROM employees WHERE id = $1")
+        .bind(maria)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        title.as_deref(),
+        Some("Forklift Operator"),
+        "nothing of a refused request is written"
+    );
+    assert_eq!(counts(&app).await, before);
+
+    let body = json!({"firstName": "Maria", "lastName": "Lopez", "locationId": portland, "jobTitle": "Changed", "createI9": "if allowed"});
+    let r = app.patch_json(&path, &token, &body).await;
+    assert_eq!(r.status(), 200);
+    let rec: Value = r.json().await.unwrap();
+    assert_eq!(
+        (rec["jobTitle"].as_str(), &rec["i9FormSection1Link"]),
+        (Some("Changed"), &Value::Null)
+    );
+    assert_eq!(counts(&app).await.3, 0, "no I-9 requested");
+
+    // Once the I-9 is no longer open, `yes` requests one and the response carries its link.
+    sqlx::query("UPDATE i9s SET status = 'Completed' WHERE id = $1")
+        .bind(open)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let body = json!({"firstName": "Maria", "lastName": "Lopez", "locationId": portland, "createI9": "yes"});
+    let r = app.patch_json(&path, &token, &body).await;
+    assert_eq!(r.status(), 200);
+    let rec: Value = r.json().await.unwrap();
+    let link = rec["i9FormSection1Link"].as_str().unwrap();
+    assert!(
+        link.starts_with(&format!("{}/i9/section1/", app.address)),
+        "{link}"
+    );
+    // A second `yes` while that I-9 is being created: 409; `if allowed`: fine, nothing added.
+    problem(app.patch_json(&path, &token, &body).await, 409).await;
+    let body = json!({"firstName": "Maria", "lastName": "Lopez", "locationId": portland, "createI9": "if allowed"});
+    assert_eq!(app.patch_json(&path, &token, &body).await.status(), 200);
+    assert_eq!(counts(&app).await.3, 1);
+}
+
+#[tokio::test]
+async fn an_idempotency_key_replays_the_first_response() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let send = |body: Value, key: &'static str| {
+        app.http
+            .post(app.url("/v1/employees"))
+            .bearer_auth(&token)
+            .header("idempotency-key", key)
+            .json(&body)
+            .send()
+    };
+    let mut body = ana();
+    body["createI9"] = json!("yes");
+    let first = send(body.clone(), "key-1").await.unwrap();
+    assert_eq!(first.status(), 201);
+    let location = first.headers()["location"].clone();
+    let first: Value = first.json().await.unwrap();
+    let again = send(body.clone(), "key-1").await.unwrap();
+    assert_eq!(again.status(), 201);
+    assert_eq!(again.headers()["location"], location);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again, first, "the same body, the same Section 1 link");
+    assert_eq!(counts(&app).await.0, 4, "one employee");
+    assert_eq!(counts(&app).await.3, 1, "one I-9 request");
+
+    let mut other = ana();
+    other["jobTitle"] = json!("Driver");
+    let p = problem(send(other, "key-1").await.unwrap(), 422).await;
+    assert_eq!(fields(&p), [("Idempotency-Key".into(), "reused".into())]);
+    // Keys are per user: another user's same key is a new request.
+    let west = app.token(WEST_HR).await;
+    let mut b = ana();
+    b["profileId"] = json!("EMP-2002");
+    b["socialSecurityNumber"] = json!("567-89-0123");
+    let r = app
+        .http
+        .post(app.url("/v1/employees"))
+        .bearer_auth(&west)
+        .header("idempotency-key", "key-1")
+        .json(&b)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    assert_eq!(counts(&app).await.0, 5);
+}

@@ -1,0 +1,399 @@
+//! The write side end to end, with the real RabbitMQ and a real SMTP server:
+//! the outbox, the relay, the worker, I-9 creation and the emails.
+
+use futures_util::StreamExt;
+use i9_common::jobs::{Envelope, Job, ENVELOPE_VERSION};
+use i9_tests::{eventually, spawn, spawn_stack, Stack, TestApp, ADMIN, PORTAL};
+use lapin::{
+    options::{BasicConsumeOptions, BasicPublishOptions, BasicQosOptions},
+    types::FieldTable,
+    BasicProperties,
+};
+use serde_json::{json, Value};
+
+fn hire(first: &str, last: &str, email: &str) -> Value {
+    json!({"firstName": first, "lastName": last, "locationId": 3, "emailAddress": email, "startDate": "2026-11-05"})
+}
+
+async fn post(app: &TestApp, token: &str, body: Value) -> Value {
+    let r = app.post_json("/v1/employees", token, &body).await;
+    let status = r.status();
+    let text = r.text().await.unwrap();
+    assert_eq!(status, 201, "{text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+async fn i9_of(app: &TestApp, employee: i64) -> Option<i64> {
+    sqlx::query_scalar("SELECT id FROM i9s WHERE employee_id = $1 ORDER BY id DESC LIMIT 1")
+        .bind(employee)
+        .fetch_optional(app.pool())
+        .await
+        .unwrap()
+}
+
+/// The first http(s) link in a text.
+fn link_in(text: &str) -> String {
+    text.split_whitespace()
+        .find(|w| w.starts_with("http"))
+        .expect("a link")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn create_i9_yes_creates_the_i9() {
+    let app = spawn_stack().await;
+    let token = app.token(ADMIN).await;
+    let mut body = hire("Ana", "Diaz", "ana@mail.example");
+    body["createI9"] = json!("yes");
+    body["socialSecurityNumber"] = json!("456-78-9012");
+    body["middleName"] = json!("Beatriz");
+    let created = post(&app, &token, body).await;
+    let id = created["id"].as_i64().unwrap();
+    let link = created["i9FormSection1Link"].as_str().unwrap().to_owned();
+    assert!(link.starts_with(&format!("{}/i9/section1/s1_", app.address)));
+
+    eventually("the worker creates the I-9", || async {
+        i9_of(&app, id).await.is_some()
+    })
+    .await;
+    let i9 = i9_of(&app, id).await.unwrap();
+    let employee = app.get_json(&format!("/v1/employees/{id}"), &token).await;
+    assert_eq!(employee["i9Status"], "Started");
+    let record = app.get_json(&format!("/v1/i9s/{i9}"), &token).await;
+    assert_eq!(record["i9Status"], "Section 1 Incomplete");
+    assert_eq!(record["remote"], false);
+    assert_eq!(record["formVersion"], "01/20/25");
+    assert_eq!(record["startDate"], "2026-11-05");
+    assert_eq!(
+        record["dateDue"], "2026-11-10",
+        "three business days after a Thursday start, across the weekend"
+    );
+    assert_eq!(record["middleInitial"], "B");
+    assert_eq!(record["ssn"], "456-78-9012");
+    assert!(record["dateCreated"].as_str().unwrap().starts_with("20"));
+
+    // The Section 1 link opens its page; an unknown one does not.
+    let page = app.http.get(&link).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(page.text().await.unwrap().contains("Section 1"));
+    let bad = app
+        .http
+        .get(app.url("/i9/section1/s1_nope"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bad.status(), 404);
+    assert!(bad.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/html"));
+}
+
+#[tokio::test]
+async fn the_login_email_carries_the_login_and_a_one_time_link() {
+    let app = spawn_stack().await;
+    let token = app.token(ADMIN).await;
+    let mut body = hire("Lee", "Park", "lee.park@mail.example");
+    body["createLogin"] = json!(true);
+    body["sendLoginEmail"] = json!(true);
+    post(&app, &token, body).await;
+    eventually("the login email arrives", || async {
+        !app.smtp().to("lee.park@mail.example").is_empty()
+    })
+    .await;
+    let mail = app.smtp().to("lee.park@mail.example").remove(0);
+    assert!(
+        mail.text.contains("Login: lee.park@mail.example"),
+        "{}",
+        mail.text
+    );
+    assert!(!mail.html.is_empty(), "an HTML part too");
+    let link = link_in(&mail.text);
+    assert!(
+        link.starts_with(&format!("{}/account/set-password/", app.address)),
+        "{link}"
+    );
+
+    let form = app.http.get(&link).send().await.unwrap();
+    assert_eq!(form.status(), 200);
+    let short = app
+        .http
+        .post(&link)
+        .form(&[("password", "short"), ("confirm", "short")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(short.status(), 422);
+    assert!(
+        short
+            .text()
+            .await
+            .unwrap()
+            .contains("id=\"password-error\""),
+        "the error sits by its field"
+    );
+    let ok = app
+        .http
+        .post(&link)
+        .form(&[
+            ("password", "a long pass phrase"),
+            ("confirm", "a long pass phrase"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    assert_eq!(
+        app.http.get(&link).send().await.unwrap().status(),
+        404,
+        "the link works once"
+    );
+    let signed_in = app
+        .sign_in_with(
+            PORTAL,
+            ("lee.park@mail.example", "a long pass phrase"),
+            None,
+        )
+        .await;
+    assert_eq!(signed_in["token_type"], "Bearer");
+    // The sign-in sees no records: its role has no permissions.
+    let t = signed_in["access_token"].as_str().unwrap();
+    assert_eq!(app.get("/v1/employees", t).await.status(), 403);
+}
+
+#[tokio::test]
+async fn remote_hire_sends_exactly_one_email_with_the_section1_link_even_when_delivered_twice() {
+    let app = spawn_stack().await;
+    let token = app.token(ADMIN).await;
+    let mut body = hire("Rosa", "Vega", "rosa.vega@mail.example");
+    body["createRemotehireI9"] = json!("yes");
+    body["languagePreference"] = json!(2);
+    let created = post(&app, &token, body).await;
+    let id = created["id"].as_i64().unwrap();
+    let link = created["i9FormSection1Link"].as_str().unwrap().to_owned();
+    eventually("the remote-hire email arrives", || async {
+        !app.smtp().to("rosa.vega@mail.example").is_empty()
+    })
+    .await;
+    let mail = app.smtp().to("rosa.vega@mail.example").remove(0);
+    assert!(
+        mail.subject.contains("Sección 1"),
+        "Spanish for languagePreference 2: {}",
+        mail.subject
+    );
+    assert_eq!(link_in(&mail.text), link, "the link the API returned");
+    let record = app
+        .get_json(
+            &format!("/v1/i9s/{}", i9_of(&app, id).await.unwrap()),
+            &token,
+        )
+        .await;
+    assert_eq!(record["remote"], true);
+
+    // RabbitMQ delivers at least once: deliver the same email job twice more.
+    let payload: Value =
+        sqlx::query_scalar("SELECT payload FROM job_outbox WHERE kind = 'send_remote_hire_email'")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    let conn = i9_common::amqp::connect(&i9_tests::amqp_url())
+        .await
+        .unwrap();
+    let ch = conn.create_channel().await.unwrap();
+    for _ in 0..2 {
+        ch.basic_publish(
+            &app.topology.jobs_exchange(),
+            "send_remote_hire_email",
+            BasicPublishOptions::default(),
+            payload.to_string().as_bytes(),
+            BasicProperties::default(),
+        )
+        .await
+        .unwrap()
+        .await
+        .unwrap();
+    }
+    // Then a new remote hire: once its email is in, the duplicates before it were handled (one job at a time).
+    let mut marker = hire("Mark", "Er", "marker@mail.example");
+    marker["createRemotehireI9"] = json!("yes");
+    post(&app, &token, marker).await;
+    eventually("the marker email arrives", || async {
+        !app.smtp().to("marker@mail.example").is_empty()
+    })
+    .await;
+    assert_eq!(
+        app.smtp().to("rosa.vega@mail.example").len(),
+        1,
+        "exactly one email"
+    );
+    assert_eq!(
+        app.smtp().messages().len(),
+        2,
+        "and no login email with a remote hire"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_email_is_retried_later() {
+    let app = spawn_stack().await;
+    let token = app.token(ADMIN).await;
+    app.smtp().refuse_next(2);
+    let mut body = hire("Tom", "Retry", "tom@mail.example");
+    body["createLogin"] = json!(true);
+    body["sendLoginEmail"] = json!(true);
+    post(&app, &token, body).await;
+    eventually("the email arrives on the third attempt", || async {
+        !app.smtp().to("tom@mail.example").is_empty()
+    })
+    .await;
+    assert_eq!(app.smtp().to("tom@mail.example").len(), 1);
+}
+
+#[tokio::test]
+async fn two_concurrent_create_i9_requests_give_one_i9_and_one_409() {
+    let app = spawn_stack().await;
+    let token = app.token(ADMIN).await;
+    let maria = app.employee_id("EMP-1001").await;
+    let body =
+        json!({"firstName": "Maria", "lastName": "Lopez", "locationId": 3, "createI9": "yes"});
+    let path = format!("/v1/employees/{maria}");
+    let (a, b) = tokio::join!(
+        app.patch_json(&path, &token, &body),
+        app.patch_json(&path, &token, &body)
+    );
+    let mut statuses = [a.status().as_u16(), b.status().as_u16()];
+    statuses.sort();
+    assert_eq!(statuses, [200, 409]);
+    eventually("the I-9 exists", || async {
+        app.i9_count(maria).await == 1
+    })
+    .await;
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM i9_requests WHERE employee_id = $1",
+            maria
+        )
+        .await,
+        1
+    );
+    let third = app.patch_json(&path, &token, &body).await;
+    assert_eq!(third.status(), 409, "the I-9 is open now");
+    assert_eq!(app.i9_count(maria).await, 1);
+}
+
+#[tokio::test]
+async fn writes_succeed_while_rabbitmq_is_unreachable_and_no_job_is_lost() {
+    let app = spawn(
+        Stack {
+            jobs: true,
+            proxy: true,
+            ..Stack::default()
+        },
+        |_| {},
+    )
+    .await;
+    let token = app.token(ADMIN).await;
+    // Warm up: the relay and the worker are connected through the proxy.
+    let mut first = hire("Warm", "Up", "warm@mail.example");
+    first["createI9"] = json!("yes");
+    let w = post(&app, &token, first).await["id"].as_i64().unwrap();
+    eventually("the first I-9", || async { i9_of(&app, w).await.is_some() }).await;
+
+    app.proxy.as_ref().unwrap().cut();
+    let mut ids = Vec::new();
+    for i in 0..12 {
+        let mut body = hire(&format!("Out{i}"), "Age", &format!("out{i}@mail.example"));
+        body["createI9"] = json!("yes");
+        ids.push(post(&app, &token, body).await["id"].as_i64().unwrap());
+    }
+    let pending: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM job_outbox WHERE published_at IS NULL")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert!(
+        pending >= 1,
+        "jobs wait in the outbox while the broker is unreachable"
+    );
+    app.proxy.as_ref().unwrap().restore();
+    for id in &ids {
+        eventually("every job completes once RabbitMQ is back", || async {
+            i9_of(&app, *id).await.is_some()
+        })
+        .await;
+    }
+    let unpublished: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM job_outbox WHERE published_at IS NULL")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(unpublished, 0);
+    let i9s: i64 = sqlx::query_scalar("SELECT count(*) FROM i9s")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(i9s, 13, "one I-9 per write, none twice");
+}
+
+#[tokio::test]
+async fn a_worker_that_dies_before_acknowledging_gets_the_job_again_and_it_takes_effect_once() {
+    let app = spawn(
+        Stack {
+            jobs: true,
+            no_worker: true,
+            ..Stack::default()
+        },
+        |_| {},
+    )
+    .await;
+    let token = app.token(ADMIN).await;
+    let mut body = hire("Dee", "Crash", "dee@mail.example");
+    body["createI9"] = json!("yes");
+    let id = post(&app, &token, body).await["id"].as_i64().unwrap();
+
+    // A worker takes the job, does the work, and dies before its ack.
+    {
+        let conn = i9_common::amqp::connect(&i9_tests::amqp_url())
+            .await
+            .unwrap();
+        let ch = conn.create_channel().await.unwrap();
+        ch.basic_qos(1, BasicQosOptions::default()).await.unwrap();
+        let mut consumer = ch
+            .basic_consume(
+                &app.topology.queue(i9_common::jobs::JobKind::CreateI9),
+                "doomed",
+                BasicConsumeOptions::default(),
+                FieldTable::default(),
+            )
+            .await
+            .unwrap();
+        let delivery = tokio::time::timeout(std::time::Duration::from_secs(30), consumer.next())
+            .await
+            .expect("the relay publishes the job")
+            .unwrap()
+            .unwrap();
+        let env = Envelope::decode(&delivery.data).unwrap();
+        assert!(matches!(env.job, Job::CreateI9 { .. }) && env.version == ENVELOPE_VERSION);
+        let ctx = i9_workers::Context::new((*app.config).clone(), app.pool().clone()).unwrap();
+        i9_workers::jobs::handle(&ctx, &env).await.unwrap();
+        assert_eq!(app.i9_count(id).await, 1, "the work is done");
+        conn.close(320, "worker died").await.ok(); // no ack
+    }
+
+    // A healthy worker starts: the job comes back, and changes nothing.
+    let _worker = i9_tests::start_worker(&app.config, app.pool(), &app.topology, app.stop_signal());
+    let mut marker = hire("Mark", "Er", "marker@mail.example");
+    marker["createI9"] = json!("yes");
+    let m = post(&app, &token, marker).await["id"].as_i64().unwrap();
+    eventually("the job after it is done", || async {
+        i9_of(&app, m).await.is_some()
+    })
+    .await;
+    assert_eq!(app.i9_count(id).await, 1, "taken effect once");
+    let done: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM processed_jobs WHERE kind = 'create_i9'")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(done, 2);
+}
