@@ -3,9 +3,10 @@
 use std::{
     net::TcpListener,
     sync::{
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicU64, AtomicUsize, Ordering},
         Arc, Mutex,
     },
+    time::Duration,
 };
 
 use mailin_embedded::{response, Handler, Response, Server, SslConfig};
@@ -24,6 +25,10 @@ pub struct Received {
 struct Collector {
     inbox: Arc<Mutex<Vec<Received>>>,
     refuse: Arc<AtomicUsize>,
+    /// Milliseconds to wait before accepting a message (a slow server).
+    delay_ms: Arc<AtomicU64>,
+    /// Messages whose data has started arriving.
+    started: Arc<AtomicUsize>,
     to: Vec<String>,
     data: Vec<u8>,
 }
@@ -44,6 +49,7 @@ impl Handler for Collector {
     fn data_start(&mut self, _domain: &str, _from: &str, _is8bit: bool, to: &[String]) -> Response {
         self.to = to.to_vec();
         self.data.clear();
+        self.started.fetch_add(1, Ordering::SeqCst);
         response::START_DATA
     }
 
@@ -53,6 +59,10 @@ impl Handler for Collector {
     }
 
     fn data_end(&mut self) -> Response {
+        let delay = self.delay_ms.load(Ordering::SeqCst);
+        if delay > 0 {
+            std::thread::sleep(Duration::from_millis(delay));
+        }
         let parsed = mail_parser::MessageParser::default().parse(&self.data);
         if let Some(m) = parsed {
             let received = Received {
@@ -74,6 +84,8 @@ pub struct TestSmtp {
     pub port: u16,
     inbox: Arc<Mutex<Vec<Received>>>,
     refuse: Arc<AtomicUsize>,
+    delay_ms: Arc<AtomicU64>,
+    started: Arc<AtomicUsize>,
 }
 
 impl TestSmtp {
@@ -84,6 +96,8 @@ impl TestSmtp {
         let collector = Collector::default();
         let inbox = collector.inbox.clone();
         let refuse = collector.refuse.clone();
+        let delay_ms = collector.delay_ms.clone();
+        let started = collector.started.clone();
         let mut server = Server::new(collector);
         server
             .with_name("smtp.test")
@@ -97,6 +111,8 @@ impl TestSmtp {
             port,
             inbox,
             refuse,
+            delay_ms,
+            started,
         }
     }
 
@@ -113,6 +129,16 @@ impl TestSmtp {
             .into_iter()
             .filter(|m| m.to.iter().any(|t| t.eq_ignore_ascii_case(address)))
             .collect()
+    }
+
+    /// Take `d` to accept each message from now on.
+    pub fn slow_down(&self, d: Duration) {
+        self.delay_ms.store(d.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    /// How many messages have started to arrive (accepted or not yet).
+    pub fn started(&self) -> usize {
+        self.started.load(Ordering::SeqCst)
     }
 
     /// Refuse the next `n` messages with a transient 4xx.

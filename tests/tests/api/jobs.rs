@@ -397,3 +397,157 @@ async fn a_worker_that_dies_before_acknowledging_gets_the_job_again_and_it_takes
             .unwrap();
     assert_eq!(done, 2);
 }
+
+#[tokio::test]
+async fn without_smtp_mail_is_written_as_eml_files() {
+    let dir = std::env::temp_dir().join(format!("i9-mail-{}", uuid::Uuid::new_v4().simple()));
+    let d = dir.clone();
+    let app = spawn(
+        Stack {
+            jobs: true,
+            ..Stack::default()
+        },
+        move |c| {
+            c.smtp_url = None;
+            c.mail_dir = d;
+        },
+    )
+    .await;
+    let token = app.token(ADMIN).await;
+    let mut body = hire("Eli", "File", "eli@mail.example");
+    body["createLogin"] = json!(true);
+    body["sendLoginEmail"] = json!(true);
+    post(&app, &token, body).await;
+    let files = || {
+        std::fs::read_dir(&dir)
+            .map(|r| {
+                r.filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    eventually("an .eml file appears", || async { !files().is_empty() }).await;
+    let eml = std::fs::read(&files()[0]).unwrap();
+    let parsed = mail_parser::MessageParser::default().parse(&eml).unwrap();
+    assert_eq!(
+        parsed
+            .to()
+            .and_then(|t| t.first())
+            .and_then(|a| a.address()),
+        Some("eli@mail.example")
+    );
+    assert!(parsed
+        .body_text(0)
+        .unwrap()
+        .contains("/account/set-password/"));
+    assert!(parsed.body_html(0).is_some());
+    assert!(app.smtp().messages().is_empty());
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test]
+async fn a_job_the_broker_cannot_route_stays_in_the_outbox_until_it_can() {
+    let app = spawn_stack().await;
+    let token = app.token(ADMIN).await;
+    // Warm up so the topology exists, then take the create_i9 queue off the exchange.
+    let mut warm = hire("Warm", "Up", "warm@mail.example");
+    warm["createI9"] = json!("yes");
+    let w = post(&app, &token, warm).await["id"].as_i64().unwrap();
+    eventually("the first I-9", || async { i9_of(&app, w).await.is_some() }).await;
+    let conn = i9_common::amqp::connect(&i9_tests::amqp_url())
+        .await
+        .unwrap();
+    let ch = conn.create_channel().await.unwrap();
+    let queue = app.topology.queue(i9_common::jobs::JobKind::CreateI9);
+    ch.queue_unbind(
+        &queue,
+        &app.topology.jobs_exchange(),
+        "create_i9",
+        FieldTable::default(),
+    )
+    .await
+    .unwrap();
+
+    let mut body = hire("No", "Route", "noroute@mail.example");
+    body["createI9"] = json!("yes");
+    let id = post(&app, &token, body).await["id"].as_i64().unwrap();
+    let last_error = || async {
+        sqlx::query_scalar::<_, Option<String>>(
+            "SELECT last_error FROM job_outbox WHERE kind = 'create_i9' AND published_at IS NULL",
+        )
+        .fetch_optional(app.pool())
+        .await
+        .unwrap()
+        .flatten()
+    };
+    eventually("the returned message is recorded as a failure", || async {
+        last_error().await.is_some_and(|e| e.contains("returned"))
+    })
+    .await;
+    assert!(i9_of(&app, id).await.is_none());
+    // The relay's reconnect declares the topology again, which restores the binding.
+    eventually(
+        "the job is published once the queue is bound again",
+        || async { i9_of(&app, id).await.is_some() },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn stopping_a_worker_finishes_the_job_in_hand() {
+    let app = spawn(
+        Stack {
+            jobs: true,
+            no_worker: true,
+            ..Stack::default()
+        },
+        |_| {},
+    )
+    .await;
+    let token = app.token(ADMIN).await;
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let worker = i9_tests::start_worker(&app.config, app.pool(), &app.topology, stop_rx);
+    app.smtp().slow_down(std::time::Duration::from_millis(1500));
+    let mut body = hire("Sig", "Term", "sigterm@mail.example");
+    body["createLogin"] = json!(true);
+    body["sendLoginEmail"] = json!(true);
+    post(&app, &token, body).await;
+    eventually("the email is being sent", || async {
+        app.smtp().started() == 1
+    })
+    .await;
+    stop.send(true).unwrap(); // what SIGTERM does in i9-worker
+    let result = tokio::time::timeout(std::time::Duration::from_secs(30), worker)
+        .await
+        .expect("the worker stops");
+    result.unwrap().unwrap();
+    assert_eq!(
+        app.smtp().to("sigterm@mail.example").len(),
+        1,
+        "the job in hand finished"
+    );
+    let done: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM processed_jobs WHERE kind = 'send_login_email'")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(done, 1);
+    // And it was acknowledged: nothing is left for the next worker.
+    let conn = i9_common::amqp::connect(&i9_tests::amqp_url())
+        .await
+        .unwrap();
+    let ch = conn.create_channel().await.unwrap();
+    let q = ch
+        .queue_declare(
+            &app.topology.queue(i9_common::jobs::JobKind::SendLoginEmail),
+            lapin::options::QueueDeclareOptions {
+                passive: true,
+                ..Default::default()
+            },
+            FieldTable::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(q.message_count(), 0);
+}
