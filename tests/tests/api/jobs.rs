@@ -551,3 +551,44 @@ async fn stopping_a_worker_finishes_the_job_in_hand() {
         .unwrap();
     assert_eq!(q.message_count(), 0);
 }
+
+#[tokio::test]
+async fn several_relays_share_the_outbox_without_publishing_twice() {
+    let app = spawn_stack().await;
+    // Two more relays on the same outbox, as with three API or worker processes.
+    for _ in 0..2 {
+        let mut rc =
+            i9_common::relay::RelayConfig::new(app.config.amqp_url.clone(), app.topology.clone());
+        rc.batch = 3;
+        tokio::spawn(i9_common::relay::run(
+            app.pool().clone(),
+            rc,
+            app.stop_signal(),
+        ));
+    }
+    let token = app.token(ADMIN).await;
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        let mut body = hire(
+            &format!("Many{i}"),
+            "Relays",
+            &format!("many{i}@mail.example"),
+        );
+        body["createI9"] = json!("yes");
+        ids.push(post(&app, &token, body).await["id"].as_i64().unwrap());
+    }
+    for id in &ids {
+        eventually("every I-9", || async { i9_of(&app, *id).await.is_some() }).await;
+    }
+    let (rows, once): (i64, i64) =
+        sqlx::query_as("SELECT count(*), count(*) FILTER (WHERE attempts = 1) FROM job_outbox WHERE kind = 'create_i9'")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!((rows, once), (20, 20), "each job published exactly once");
+    let i9s: i64 = sqlx::query_scalar("SELECT count(*) FROM i9s")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(i9s, 20);
+}
