@@ -9,13 +9,18 @@ use crate::jobs::{Envelope, Job, ENVELOPE_VERSION};
 
 pub const NOTIFY_CHANNEL: &str = "i9_outbox";
 
-/// Record `job` in the caller's transaction; returns its job id.
-pub async fn enqueue(tx: &mut PgConnection, job: Job) -> Result<Uuid, sqlx::Error> {
-    let envelope = Envelope {
+/// A new job's envelope, with a fresh job id.
+pub fn envelope(job: Job) -> Envelope {
+    Envelope {
         version: ENVELOPE_VERSION,
         job_id: Uuid::new_v4(),
         job,
-    };
+    }
+}
+
+/// Record `job` in the caller's transaction; returns its job id.
+pub async fn enqueue(tx: &mut PgConnection, job: Job) -> Result<Uuid, sqlx::Error> {
+    let envelope = envelope(job);
     sqlx::query("INSERT INTO job_outbox (job_id, kind, payload) VALUES ($1, $2, $3)")
         .bind(envelope.job_id)
         .bind(envelope.job.kind().name())

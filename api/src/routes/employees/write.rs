@@ -119,17 +119,27 @@ pub async fn create(
             return Ok(saved.into_response());
         }
     }
-    check_references(&mut tx, &input, &visibility).await?;
+    // A group outside the caller's own: 422 if it does not exist, else 403.
+    // Groups the caller sees exist, so the happy path needs no query here.
+    if let Some(Some(group)) = input.int("location_id") {
+        if !visibility.sees(group) {
+            check_references(&mut tx, &input, &visibility).await?;
+        }
+    }
     let email = input.text("email_address").flatten().map(str::to_owned);
     let mut errors = Vec::new();
     require_email(&input, email.is_some(), false, &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
-    check_unique(&mut tx, &state, &input, None).await?;
 
-    let mut insert = QueryBuilder::<Postgres>::new("INSERT INTO employees (");
-    let mut cols = insert.separated(", ");
+    // One statement writes the employee, its period of employment, the audit
+    // entries and, when asked, the I-9 request and its job. The database's
+    // constraints catch a missing reference or a duplicate; the error path
+    // then finds out which (see `insert_error`).
+    let request = input.i9.map(|wish| I9Request::new(&state, wish.remote));
+    let mut q = QueryBuilder::<Postgres>::new("WITH e AS (INSERT INTO employees (");
+    let mut cols = q.separated(", ");
     for (c, _) in &input.columns {
         cols.push(*c);
     }
@@ -138,32 +148,69 @@ pub async fn create(
             .push("ssn_hash")
             .push("ssn_last4");
     }
-    insert.push(") VALUES (");
-    push_values(&mut insert, &state, &input);
-    insert.push(") RETURNING id");
-    let id: i64 = insert
-        .build_query_scalar()
-        .fetch_one(&mut *tx)
-        .await
-        .map_err(unique_violation)?;
-    sqlx::query("INSERT INTO employment_periods (employee_id, start_date, terminated_date) VALUES ($1, $2, $3)")
-        .bind(id)
-        .bind(input.start_date.flatten())
-        .bind(input.terminated_date.flatten())
-        .execute(&mut *tx)
-        .await?;
-
-    let link = match input.i9 {
-        Some(wish) => Some(request_i9(&mut tx, &state, id, wish.remote).await?),
-        None => None,
+    q.push(") VALUES (");
+    push_values(&mut q, &state, &input);
+    q.push(") RETURNING *), p AS (INSERT INTO employment_periods (employee_id, start_date, terminated_date) SELECT id, ");
+    q.push_bind(input.start_date.flatten())
+        .push(", ")
+        .push_bind(input.terminated_date.flatten());
+    q.push(" FROM e), a AS (INSERT INTO audit_log (user_id, client_id, action, resource_type, resource_id, request_id, detail) SELECT ");
+    q.push_bind(caller.user_id)
+        .push(", ")
+        .push_bind(caller.client_id);
+    q.push(", 'employee.create', 'employee', e.id::TEXT, ")
+        .push_bind(caller.request_id.clone());
+    q.push(", ")
+        .push_bind(audit_detail(&input))
+        .push(" FROM e)");
+    if caller.has(Permission::FullSsn) && matches!(input.ssn, Some(Some(_))) {
+        // The response shows the whole number: that read is audited too.
+        q.push(", s AS (INSERT INTO audit_log (user_id, client_id, action, resource_type, resource_id, request_id) SELECT ");
+        q.push_bind(caller.user_id)
+            .push(", ")
+            .push_bind(caller.client_id);
+        q.push(", 'ssn.read', 'employee', e.id::TEXT, ")
+            .push_bind(caller.request_id.clone())
+            .push(" FROM e)");
+    }
+    if let Some(r) = &request {
+        r.push_ctes(&mut q);
+    }
+    q.push(
+        " SELECT e.*, e.last_name || ', ' || e.first_name AS full_name, d.start_date, d.terminated_date,
+                 'Not Started' AS i9_status, NULL::DATE AS i9_expiration, NULL::BIGINT AS section2_i9_id",
+    );
+    if request.is_some() {
+        q.push(", (SELECT count(*) FROM n) AS notified");
+    }
+    q.push(" FROM e, (SELECT ")
+        .push_bind(input.start_date.flatten());
+    q.push("::DATE AS start_date, ")
+        .push_bind(input.terminated_date.flatten());
+    q.push("::DATE AS terminated_date) d");
+    let inserted: Result<EmployeeRecord, sqlx::Error> =
+        q.build_query_as().fetch_one(&mut *tx).await;
+    let mut rec = match inserted {
+        Ok(rec) => rec,
+        Err(e) => {
+            drop(tx);
+            return Err(insert_error(e, &state, &input, &visibility).await);
+        }
     };
-    login(&mut tx, &input, id, email.as_deref()).await?;
-    audit(&mut tx, &caller, "employee.create", id, &input).await?;
-
-    let mut rec = fetch(&mut tx, &state, &caller, id)
-        .await?
-        .ok_or(ApiError::NotFound)?;
-    rec.i9_form_section1_link = link;
+    let id = rec.id;
+    login(&mut tx, &input, id, email.as_deref(), None).await?;
+    rec.social_security_number = super::super::reveal_ssn(
+        &state,
+        &caller,
+        Purpose::EmployeeSsn,
+        rec.ssn_ciphertext.as_deref(),
+        rec.ssn_last4.as_deref(),
+    )?;
+    rec.links = vec![crate::list::Link::new(
+        "self",
+        format!("/v1/employees/{id}"),
+    )];
+    rec.i9_form_section1_link = request.map(|r| r.link);
     let location = format!("/v1/employees/{id}");
     let body = Bytes::from(serde_json::to_vec(&rec).map_err(|e| ApiError::Internal(e.into()))?);
     if let Some(key) = &key {
@@ -345,7 +392,7 @@ pub async fn update(
         Some(wish) if i9_allowed => Some(request_i9(&mut tx, &state, id, wish.remote).await?),
         _ => None,
     };
-    login(&mut tx, &input, id, email.as_deref()).await?;
+    login(&mut tx, &input, id, email.as_deref(), login_id).await?;
     audit(&mut tx, &caller, "employee.update", id, &input).await?;
 
     let mut rec = fetch(&mut tx, &state, &caller, id)
@@ -562,6 +609,99 @@ pub async fn request_i9(
     ))
 }
 
+/// An I-9 requested by a write: its id, its Section 1 link token (issued
+/// now, so the response can carry the link) and the job that creates it.
+struct I9Request {
+    id: Uuid,
+    remote: bool,
+    token: String,
+    link: String,
+    ciphertext: Vec<u8>,
+    expires: chrono::DateTime<Utc>,
+    envelope: i9_common::jobs::Envelope,
+}
+
+impl I9Request {
+    fn new(state: &AppState, remote: bool) -> Self {
+        let token = new_token("s1_");
+        let id = Uuid::new_v4();
+        Self {
+            id,
+            remote,
+            link: i9_common::links::section1(&state.config.public_base_url, &token),
+            ciphertext: state
+                .cipher
+                .encrypt(Purpose::Section1Token, token.as_bytes()),
+            expires: Utc::now()
+                + chrono::Duration::from_std(state.config.section1_link_ttl)
+                    .unwrap_or(chrono::Duration::days(14)),
+            envelope: outbox::envelope(Job::CreateI9 { request_id: id }),
+            token,
+        }
+    }
+
+    /// `r`: the request, `o`: its job in the outbox, `n`: the relays' wake-up.
+    fn push_ctes(&self, q: &mut QueryBuilder<'_, Postgres>) {
+        q.push(
+            ", r AS (INSERT INTO i9_requests (id, employee_id, remote, onboarding_type, section1_token_hash,
+                                              section1_token_ciphertext, section1_expires_at) SELECT ",
+        );
+        q.push_bind(self.id)
+            .push(", e.id, ")
+            .push_bind(self.remote)
+            .push(", ");
+        q.push_bind(if self.remote { "remote" } else { "on-site" })
+            .push(", ");
+        q.push_bind(token_hash(&self.token))
+            .push(", ")
+            .push_bind(self.ciphertext.clone());
+        q.push(", ").push_bind(self.expires).push(" FROM e)");
+        q.push(", o AS (INSERT INTO job_outbox (job_id, kind, payload) SELECT ");
+        q.push_bind(self.envelope.job_id).push(", ");
+        q.push_bind(self.envelope.job.kind().name()).push(", ");
+        q.push_bind(sqlx::types::Json(self.envelope.clone()))
+            .push(" FROM e)");
+        q.push(", n AS (SELECT pg_notify(")
+            .push_bind(outbox::NOTIFY_CHANNEL)
+            .push(", ''))");
+    }
+}
+
+/// Why the insert failed, in the caller's terms: a missing reference (422),
+/// a group outside the caller's (403), or a duplicate (409 naming the holder).
+async fn insert_error(
+    e: sqlx::Error,
+    state: &AppState,
+    input: &EmployeeInput,
+    visibility: &Visibility,
+) -> ApiError {
+    let constraint = match &e {
+        sqlx::Error::Database(db) => db.constraint().map(str::to_owned),
+        _ => None,
+    };
+    match constraint.as_deref() {
+        Some("employees_location_id_fkey" | "employees_legal_entity_id_fkey") => {
+            match state.pool.begin().await {
+                Ok(mut conn) => match check_references(&mut conn, input, visibility).await {
+                    Err(err) => err,
+                    Ok(()) => e.into(),
+                },
+                Err(err) => err.into(),
+            }
+        }
+        Some("employees_profile_id_key" | "employees_ssn_hash_key") => {
+            match state.pool.begin().await {
+                Ok(mut conn) => match check_unique(&mut conn, state, input, None).await {
+                    Err(err) => err,
+                    Ok(()) => unique_violation(e),
+                },
+                Err(err) => err.into(),
+            }
+        }
+        _ => unique_violation(e),
+    }
+}
+
 /// `createLogin` creates the employee's sign-in (login = email address, no
 /// password until the employee sets one); `sendLoginEmail` emails the link.
 async fn login(
@@ -569,11 +709,11 @@ async fn login(
     input: &EmployeeInput,
     employee: i64,
     email: Option<&str>,
+    mut user: Option<i64>,
 ) -> ApiResult<()> {
-    let mut user: Option<i64> = sqlx::query_scalar("SELECT id FROM users WHERE employee_id = $1")
-        .bind(employee)
-        .fetch_optional(&mut *tx)
-        .await?;
+    if !input.create_login && !input.send_login_email {
+        return Ok(());
+    }
     if input.create_login && user.is_none() {
         let Some(email) = email else { return Ok(()) };
         let taken: bool = sqlx::query_scalar(
@@ -610,6 +750,16 @@ async fn login(
     Ok(())
 }
 
+fn audit_detail(input: &EmployeeInput) -> serde_json::Value {
+    serde_json::json!({
+        "fields": input.field_names(),
+        "i9": input.i9.map(|w| if w.remote { "remote" } else { "on-site" }),
+        "createLogin": input.create_login,
+        "sendLoginEmail": input.send_login_email,
+        "rehire": input.rehire,
+    })
+}
+
 async fn audit(
     tx: &mut PgConnection,
     caller: &Caller,
@@ -626,13 +776,7 @@ async fn audit(
     .bind(action)
     .bind(id.to_string())
     .bind(&caller.request_id)
-    .bind(serde_json::json!({
-        "fields": input.field_names(),
-        "i9": input.i9.map(|w| if w.remote { "remote" } else { "on-site" }),
-        "createLogin": input.create_login,
-        "sendLoginEmail": input.send_login_email,
-        "rehire": input.rehire,
-    }))
+    .bind(audit_detail(input))
     .execute(&mut *tx)
     .await?;
     Ok(())
