@@ -1,0 +1,284 @@
+//! `i9-bench`: measures, in one run on one machine, our service's
+//! `POST /v1/employees` against a bare axum + sqlx program doing two inserts,
+//! and writes `BENCHMARKS.md` at the workspace root.
+//!
+//! Everything runs in this process and talks over loopback only: our API
+//! (with the outbox relay and a worker), the bare program, and the load
+//! generator. Every loop is bounded in count and in time. The databases and
+//! the RabbitMQ queues it creates are removed at the end, also after an
+//! error or Ctrl-C.
+
+mod bare;
+mod load;
+mod ours;
+mod report;
+mod sys;
+
+use std::{path::PathBuf, time::Duration};
+
+use anyhow::{bail, Context as _};
+use clap::Parser;
+use i9_common::amqp::Topology;
+use sqlx::{Connection, Executor, PgConnection, PgPool};
+use tokio::{sync::watch, task::JoinHandle};
+
+#[derive(Parser, Debug, Clone)]
+#[command(
+    name = "i9-bench",
+    about = "Benchmarks our API against a bare axum + sqlx program and writes BENCHMARKS.md"
+)]
+pub struct Args {
+    /// Seconds of measured load per program.
+    #[arg(long, default_value_t = 15)]
+    pub duration: u64,
+    /// Seconds of warm-up load per program (not measured).
+    #[arg(long, default_value_t = 3)]
+    pub warmup: u64,
+    /// Concurrent keep-alive connections (one task each) of the load.
+    #[arg(long, default_value_t = 64)]
+    pub connections: usize,
+    /// POSTs with `createI9: "yes"` timed until their I-9 exists.
+    #[arg(long = "i9-samples", default_value_t = 200)]
+    pub i9_samples: usize,
+    /// Time-to-I-9 samples in flight at once.
+    #[arg(long = "i9-concurrency", default_value_t = 8)]
+    pub i9_concurrency: usize,
+    /// Where to write the report (default: BENCHMARKS.md at the workspace root).
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+}
+
+impl Args {
+    fn check(&self) -> anyhow::Result<()> {
+        if !(1..=600).contains(&self.duration) {
+            bail!("--duration must be 1..=600 seconds");
+        }
+        if self.warmup > 60 {
+            bail!("--warmup must be at most 60 seconds");
+        }
+        if !(1..=1024).contains(&self.connections) {
+            bail!("--connections must be 1..=1024");
+        }
+        if !(1..=100_000).contains(&self.i9_samples) {
+            bail!("--i9-samples must be 1..=100000");
+        }
+        if !(1..=256).contains(&self.i9_concurrency) {
+            bail!("--i9-concurrency must be 1..=256");
+        }
+        Ok(())
+    }
+}
+
+/// The server (maintenance) database the bench creates its databases from.
+pub fn admin_database_url() -> String {
+    std::env::var("TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+pub fn workspace_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// What the run created, removed at the end whatever happened.
+pub struct Cleanup {
+    databases: Vec<String>,
+    topology: Option<(String, Topology)>,
+    stop: watch::Sender<bool>,
+    tasks: Vec<(&'static str, JoinHandle<()>)>,
+    pools: Vec<PgPool>,
+}
+
+impl Cleanup {
+    fn new() -> Self {
+        Self {
+            databases: Vec::new(),
+            topology: None,
+            stop: watch::channel(false).0,
+            tasks: Vec::new(),
+            pools: Vec::new(),
+        }
+    }
+
+    /// A receiver that turns true when the run ends.
+    pub fn stop_signal(&self) -> watch::Receiver<bool> {
+        self.stop.subscribe()
+    }
+
+    /// A future that completes when the run ends (for graceful shutdowns).
+    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut rx = self.stop.subscribe();
+        async move {
+            let _ = rx.wait_for(|stop| *stop).await;
+        }
+    }
+
+    /// Create a fresh database on the server; it is dropped at the end.
+    pub async fn create_database(&mut self, name: &str) -> anyhow::Result<String> {
+        let admin_url = admin_database_url();
+        let mut conn = PgConnection::connect(&admin_url).await.with_context(|| {
+            format!("connecting to Postgres at {admin_url} (TEST_DATABASE_URL)")
+        })?;
+        conn.execute(format!(r#"CREATE DATABASE "{name}""#).as_str())
+            .await
+            .with_context(|| format!("creating database {name}"))?;
+        self.databases.push(name.to_owned());
+        conn.close().await.ok();
+        match admin_url.rsplit_once('/') {
+            Some((base, _)) => Ok(format!("{base}/{name}")),
+            None => bail!("TEST_DATABASE_URL needs a database path"),
+        }
+    }
+
+    pub fn task(&mut self, name: &'static str, handle: JoinHandle<()>) {
+        self.tasks.push((name, handle));
+    }
+
+    pub fn pool(&mut self, pool: &PgPool) {
+        self.pools.push(pool.clone());
+    }
+
+    pub fn topology(&mut self, amqp_url: &str, topology: &Topology) {
+        self.topology = Some((amqp_url.to_owned(), topology.clone()));
+    }
+
+    async fn run(self) {
+        let _ = self.stop.send(true);
+        for (name, mut handle) in self.tasks {
+            if tokio::time::timeout(Duration::from_secs(10), &mut handle)
+                .await
+                .is_err()
+            {
+                eprintln!("cleanup: {name} did not stop within 10 s; aborting it");
+                handle.abort();
+            }
+        }
+        for pool in self.pools {
+            let _ = tokio::time::timeout(Duration::from_secs(5), pool.close()).await;
+        }
+        if let Some((url, topology)) = self.topology {
+            if let Err(e) = delete_topology(&url, &topology).await {
+                eprintln!("cleanup: could not delete the bench queues and exchanges: {e:#}");
+            }
+        }
+        if !self.databases.is_empty() {
+            match PgConnection::connect(&admin_database_url()).await {
+                Ok(mut conn) => {
+                    for name in &self.databases {
+                        let sql = format!(r#"DROP DATABASE IF EXISTS "{name}" WITH (FORCE)"#);
+                        if let Err(e) = conn.execute(sql.as_str()).await {
+                            eprintln!("cleanup: could not drop database {name}: {e}");
+                        }
+                    }
+                    conn.close().await.ok();
+                }
+                Err(e) => eprintln!(
+                    "cleanup: cannot reach Postgres to drop {:?}: {e}",
+                    self.databases
+                ),
+            }
+        }
+        eprintln!("cleanup: done");
+    }
+}
+
+async fn delete_topology(url: &str, topology: &Topology) -> anyhow::Result<()> {
+    let conn = tokio::time::timeout(Duration::from_secs(10), i9_common::amqp::connect(url))
+        .await
+        .context("timed out connecting to RabbitMQ")??;
+    let channel: lapin::Channel = conn.create_channel().await?;
+    topology.delete(&channel).await?;
+    let _ = channel.close(200, "bench done").await;
+    let _ = conn.close(200, "bench done").await;
+    Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    i9_common::telemetry::init("warn");
+    let args = Args::parse();
+    args.check()?;
+    let mut cleanup = Cleanup::new();
+    let result = tokio::select! {
+        r = run(&args, &mut cleanup) => r,
+        _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
+    };
+    cleanup.run().await;
+    result
+}
+
+async fn run(args: &Args, cleanup: &mut Cleanup) -> anyhow::Result<()> {
+    let machine = sys::machine_facts().await;
+    let run_id = uuid::Uuid::new_v4().simple().to_string();
+
+    eprintln!("starting our API, relay and worker...");
+    let ours = ours::start(&run_id, args.i9_concurrency, cleanup).await?;
+    eprintln!("starting the bare program...");
+    let bare = bare::start(&run_id, args.i9_concurrency, cleanup).await?;
+    let postgres_version: String = sqlx::query_scalar("SHOW server_version")
+        .fetch_one(&ours.poll_pool)
+        .await
+        .context("reading the Postgres version")?;
+
+    let profile_ids = load::ProfileIds::new(&run_id);
+    let settings = load::Settings {
+        connections: args.connections,
+        warmup: Duration::from_secs(args.warmup),
+        duration: Duration::from_secs(args.duration),
+    };
+    let ours_target = ours.target();
+    let bare_target = bare.target();
+
+    eprintln!(
+        "throughput: ours ({} s warm-up, {} s measured)...",
+        args.warmup, args.duration
+    );
+    let ours_load = load::throughput(&ours_target, &settings, &profile_ids).await?;
+    eprintln!("throughput: bare...");
+    let bare_load = load::throughput(&bare_target, &settings, &profile_ids).await?;
+
+    let i9 = load::I9Settings {
+        samples: args.i9_samples,
+        concurrency: args.i9_concurrency,
+    };
+    eprintln!("time to I-9: ours ({} samples)...", args.i9_samples);
+    let ours_i9 = load::time_to_i9(&ours_target, &ours.poll_pool, &i9, &profile_ids).await?;
+    eprintln!("time to I-9: bare...");
+    let bare_i9 = load::time_to_i9(&bare_target, &bare.poll_pool, &i9, &profile_ids).await?;
+
+    let results = report::Results {
+        command: command_line(),
+        date: chrono::Utc::now(),
+        machine,
+        postgres_version,
+        args: args.clone(),
+        ours: ours_load,
+        bare: bare_load,
+        ours_i9,
+        bare_i9,
+    };
+    let text = report::markdown(&results);
+    println!("{}", report::tables(&results));
+    let path = args
+        .output
+        .clone()
+        .unwrap_or_else(|| workspace_root().join("BENCHMARKS.md"));
+    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("wrote {}", path.display());
+    Ok(())
+}
+
+/// The command as a person runs it: the script and the flags given.
+fn command_line() -> String {
+    let mut cmd = String::from("scripts/bench.sh");
+    for a in std::env::args().skip(1) {
+        cmd.push(' ');
+        if a.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_=./:".contains(c))
+        {
+            cmd.push_str(&a);
+        } else {
+            cmd.push_str(&format!("'{}'", a.replace('\'', r"'\''")));
+        }
+    }
+    cmd
+}
