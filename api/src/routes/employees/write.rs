@@ -111,10 +111,16 @@ pub async fn create(
     let input = parse_body(&headers, &body, Operation::Create)?;
     let visibility = caller.visible_groups(&state.pool).await?;
 
-    let mut tx = state.pool.begin().await?;
-    if let Some(key) = &key {
+    // A plain create is one statement, atomic on its own; an idempotency key
+    // or a sign-in needs a transaction around several.
+    let mut tx = if key.is_some() || input.create_login || input.send_login_email {
+        Some(state.pool.begin().await?)
+    } else {
+        None
+    };
+    if let (Some(key), Some(tx)) = (&key, tx.as_mut()) {
         if let Some(saved) =
-            idempotency::claim(&mut tx, caller.user_id, key, "POST /v1/employees", &body).await?
+            idempotency::claim(tx, caller.user_id, key, "POST /v1/employees", &body).await?
         {
             return Ok(saved.into_response());
         }
@@ -123,7 +129,8 @@ pub async fn create(
     // Groups the caller sees exist, so the happy path needs no query here.
     if let Some(Some(group)) = input.int("location_id") {
         if !visibility.sees(group) {
-            check_references(&mut tx, &input, &visibility).await?;
+            let mut conn = state.pool.acquire().await?;
+            check_references(&mut conn, &input, &visibility).await?;
         }
     }
     let email = input.text("email_address").flatten().map(str::to_owned);
@@ -188,8 +195,10 @@ pub async fn create(
     q.push("::DATE AS start_date, ")
         .push_bind(input.terminated_date.flatten());
     q.push("::DATE AS terminated_date) d");
-    let inserted: Result<EmployeeRecord, sqlx::Error> =
-        q.build_query_as().fetch_one(&mut *tx).await;
+    let inserted: Result<EmployeeRecord, sqlx::Error> = match tx.as_mut() {
+        Some(tx) => q.build_query_as().fetch_one(&mut **tx).await,
+        None => q.build_query_as().fetch_one(&state.pool).await,
+    };
     let mut rec = match inserted {
         Ok(rec) => rec,
         Err(e) => {
@@ -198,7 +207,9 @@ pub async fn create(
         }
     };
     let id = rec.id;
-    login(&mut tx, &input, id, email.as_deref(), None).await?;
+    if let Some(tx) = tx.as_mut() {
+        login(tx, &input, id, email.as_deref(), None).await?;
+    }
     rec.social_security_number = super::super::reveal_ssn(
         &state,
         &caller,
@@ -213,18 +224,20 @@ pub async fn create(
     rec.i9_form_section1_link = request.map(|r| r.link);
     let location = format!("/v1/employees/{id}");
     let body = Bytes::from(serde_json::to_vec(&rec).map_err(|e| ApiError::Internal(e.into()))?);
-    if let Some(key) = &key {
-        idempotency::save(
-            &mut tx,
-            caller.user_id,
-            key,
-            StatusCode::CREATED,
-            Some(&location),
-            &body,
-        )
-        .await?;
+    if let Some(mut tx) = tx {
+        if let Some(key) = &key {
+            idempotency::save(
+                &mut tx,
+                caller.user_id,
+                key,
+                StatusCode::CREATED,
+                Some(&location),
+                &body,
+            )
+            .await?;
+        }
+        tx.commit().await?;
     }
-    tx.commit().await?;
     let mut response = (
         StatusCode::CREATED,
         [(header::CONTENT_TYPE, "application/json")],
