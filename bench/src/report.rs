@@ -227,14 +227,14 @@ pub fn markdown(r: &Results) -> String {
          metrics, timeout, problem details); the bearer-token lookup (SHA-256 of the token, \
          one query joining the token, grant, user, client and the role's permissions); \
          the caller's visible groups (no query for `admin`, who sees every group); \
-         validation of every field; then one transaction: the reference check (the \
-         location group exists) and the uniqueness check of `profileId`, insert the \
-         employee, its period of employment, the audit entry, (with \
-         `createI9`) the I-9 request with its Section 1 link token and the `create_i9` job \
-         in the outbox with a `NOTIFY`; the record is read back for the response, and the \
-         transaction commits. The I-9 itself is created later: the outbox relay publishes \
-         the job to RabbitMQ (with publisher confirms) and marks it published, and the \
-         worker consumes it and creates the I-9 in a transaction of its own."
+         validation of every field; then one SQL statement, atomic on its own: insert the \
+         employee (its unique and foreign keys check `profileId`, the SSN and the group), \
+         its period of employment and the audit entry, and (with `createI9`) the I-9 \
+         request with its Section 1 link token, the `create_i9` job in the outbox and a \
+         `NOTIFY`; the response is built from the inserted row. The I-9 itself is created \
+         later: the outbox relay publishes the job to RabbitMQ (with publisher confirms) \
+         and marks it published, and the worker consumes it and creates the I-9 in a \
+         transaction of its own."
     );
     let _ = writeln!(
         s,
