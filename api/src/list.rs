@@ -2,12 +2,33 @@
 //! parameters only, typed filters, `page` and `page_size`), and the paging links.
 
 use chrono::NaiveDate;
-use i9_common::domain::{parse_date, Ssn};
+use i9_common::{
+    crypto::DataCipher,
+    domain::{parse_date, Ssn},
+};
 use serde::Serialize;
-use sqlx::{Postgres, QueryBuilder};
+use sqlx::{postgres::PgRow, FromRow, PgPool, Postgres, QueryBuilder};
 use utoipa::ToSchema;
 
-use crate::error::{ApiError, FieldError};
+use crate::{
+    auth::Visibility,
+    error::{ApiError, FieldError},
+};
+
+/// What one collection reads: `from` (`FROM ... WHERE TRUE`), the selected
+/// columns, the order, and the column that holds an employee's group when
+/// the caller's visibility applies.
+pub struct PageSql<'a> {
+    pub from: &'a str,
+    /// A cheaper `FROM` for the count, when `from` joins only to select columns.
+    pub count_from: Option<&'a str>,
+    pub columns: &'a str,
+    pub order: &'a str,
+    pub restrict: Option<(&'a Visibility, &'a str)>,
+}
+
+/// For collections without computed filters.
+pub fn no_computed(_: &str, _: bool, _: &mut QueryBuilder<'_, Postgres>) {}
 
 pub const MAX_PAGE_SIZE: i64 = 50;
 
@@ -210,6 +231,42 @@ impl ListQuery {
                 _ => {}
             }
         }
+    }
+
+    /// One page of rows and the total count, the filters (and the caller's
+    /// group restriction) applied to both.
+    pub async fn fetch_page<T>(
+        &self,
+        pool: &PgPool,
+        cipher: &DataCipher,
+        sql: PageSql<'_>,
+        computed: &(dyn Fn(&str, bool, &mut QueryBuilder<'_, Postgres>) + Sync),
+    ) -> Result<(Vec<T>, i64), sqlx::Error>
+    where
+        T: for<'r> FromRow<'r, PgRow> + Send + Unpin,
+    {
+        let hash = |s: &Ssn| cipher.ssn_search_hash(s);
+        let mut count = QueryBuilder::new(format!(
+            "SELECT count(*) {}",
+            sql.count_from.unwrap_or(sql.from)
+        ));
+        self.push_filters(&mut count, &hash, computed);
+        if let Some((visibility, column)) = sql.restrict {
+            visibility.push_filter(&mut count, column);
+        }
+        let total: i64 = count.build_query_scalar().fetch_one(pool).await?;
+        let mut select = QueryBuilder::new(format!("SELECT {} {}", sql.columns, sql.from));
+        self.push_filters(&mut select, &hash, computed);
+        if let Some((visibility, column)) = sql.restrict {
+            visibility.push_filter(&mut select, column);
+        }
+        select
+            .push(format_args!(" {} LIMIT ", sql.order))
+            .push_bind(self.page_size)
+            .push(" OFFSET ")
+            .push_bind(self.offset());
+        let rows = select.build_query_as().fetch_all(pool).await?;
+        Ok((rows, total))
     }
 
     /// `self`, `first`, `last`, and `next` / `previous` where they exist.

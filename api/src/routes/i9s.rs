@@ -11,7 +11,7 @@ use i9_common::{
     domain::{Permission, Scope},
 };
 use serde::Serialize;
-use sqlx::{FromRow, QueryBuilder};
+use sqlx::FromRow;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{reveal_ssn, Id};
@@ -20,7 +20,9 @@ use crate::{
     auth::Caller,
     error::{ApiError, ApiResult, Problem},
     format,
-    list::{filter, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse},
+    list::{
+        filter, no_computed, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse, PageSql,
+    },
     state::AppState,
 };
 
@@ -174,24 +176,20 @@ pub async fn list(
     caller.require(Scope::Read, Permission::ViewI9s)?;
     let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
     let visibility = caller.visible_groups(&state.pool).await?;
-    let hash = |s: &_| state.cipher.ssn_search_hash(s);
-    let none = |_: &str, _: bool, _: &mut QueryBuilder<'_, sqlx::Postgres>| {};
-    const FROM: &str = " FROM i9s i JOIN employees e ON e.id = i.employee_id WHERE TRUE";
-    let mut count = QueryBuilder::new(format!("SELECT count(*){FROM}"));
-    q.push_filters(&mut count, &hash, &none);
-    visibility.push_filter(&mut count, "e.location_id");
-    let total: i64 = count.build_query_scalar().fetch_one(&state.pool).await?;
-    let mut select = QueryBuilder::new(format!(
-        "SELECT i.id, i.first_name, i.last_name, i.email_address{FROM}"
-    ));
-    q.push_filters(&mut select, &hash, &none);
-    visibility.push_filter(&mut select, "e.location_id");
-    select
-        .push(" ORDER BY i.id LIMIT ")
-        .push_bind(q.page_size)
-        .push(" OFFSET ")
-        .push_bind(q.offset());
-    let rows = select.build_query_as().fetch_all(&state.pool).await?;
+    let (rows, total) = q
+        .fetch_page(
+            &state.pool,
+            &state.cipher,
+            PageSql {
+                from: "FROM i9s i JOIN employees e ON e.id = i.employee_id WHERE TRUE",
+                count_from: None,
+                columns: "i.id, i.first_name, i.last_name, i.email_address",
+                order: "ORDER BY i.id",
+                restrict: Some((&visibility, "e.location_id")),
+            },
+            &no_computed,
+        )
+        .await?;
     Ok(Json(ListResponse {
         links: q.links("/v1/i9s", total),
         search_result: rows,

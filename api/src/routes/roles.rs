@@ -6,14 +6,16 @@ use axum::{
 };
 use i9_common::domain::{Permission, Scope};
 use serde::Serialize;
-use sqlx::{FromRow, QueryBuilder};
+use sqlx::FromRow;
 use utoipa::{IntoParams, ToSchema};
 
 use super::Id;
 use crate::{
     auth::Caller,
     error::{ApiError, ApiResult, Problem},
-    list::{filter, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse},
+    list::{
+        filter, no_computed, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse, PageSql,
+    },
     state::AppState,
 };
 
@@ -67,19 +69,20 @@ pub async fn list(
 ) -> ApiResult<Json<ListResponse<RoleSummary>>> {
     caller.require(Scope::Read, Permission::ViewRoles)?;
     let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
-    let hash = |s: &_| state.cipher.ssn_search_hash(s);
-    let none = |_: &str, _: bool, _: &mut QueryBuilder<'_, sqlx::Postgres>| {};
-    let mut count = QueryBuilder::new("SELECT count(*) FROM roles WHERE TRUE");
-    q.push_filters(&mut count, &hash, &none);
-    let total: i64 = count.build_query_scalar().fetch_one(&state.pool).await?;
-    let mut select = QueryBuilder::new("SELECT id, name, description FROM roles WHERE TRUE");
-    q.push_filters(&mut select, &hash, &none);
-    select
-        .push(" ORDER BY id LIMIT ")
-        .push_bind(q.page_size)
-        .push(" OFFSET ")
-        .push_bind(q.offset());
-    let rows = select.build_query_as().fetch_all(&state.pool).await?;
+    let (rows, total) = q
+        .fetch_page(
+            &state.pool,
+            &state.cipher,
+            PageSql {
+                from: "FROM roles WHERE TRUE",
+                count_from: None,
+                columns: "id, name, description",
+                order: "ORDER BY id",
+                restrict: None,
+            },
+            &no_computed,
+        )
+        .await?;
     Ok(Json(ListResponse {
         links: q.links("/v1/roles", total),
         search_result: rows,

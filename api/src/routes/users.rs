@@ -6,14 +6,16 @@ use axum::{
 };
 use i9_common::domain::{Permission, Scope};
 use serde::{Deserialize, Serialize};
-use sqlx::{FromRow, QueryBuilder};
+use sqlx::FromRow;
 use utoipa::{IntoParams, ToSchema};
 
 use super::Id;
 use crate::{
     auth::Caller,
     error::{ApiError, ApiResult, Problem},
-    list::{filter, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse},
+    list::{
+        filter, no_computed, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse, PageSql,
+    },
     state::AppState,
 };
 
@@ -103,12 +105,17 @@ pub struct UserRecord {
     pub links: Vec<Link>,
 }
 
-fn select_users() -> String {
+const USERS_FROM: &str = "FROM users u JOIN roles r ON r.id = u.role_id WHERE TRUE";
+
+fn user_columns() -> String {
     format!(
-        "SELECT u.*, u.last_name || ', ' || u.first_name AS full_name,
-                json_build_object('id', r.id, 'name', r.name) AS role, {GROUPS_OF_USER}
-         FROM users u JOIN roles r ON r.id = u.role_id WHERE TRUE"
+        "u.*, u.last_name || ', ' || u.first_name AS full_name,
+         json_build_object('id', r.id, 'name', r.name) AS role, {GROUPS_OF_USER}"
     )
+}
+
+fn select_users() -> String {
+    format!("SELECT {} {USERS_FROM}", user_columns())
 }
 
 #[utoipa::path(
@@ -128,20 +135,20 @@ pub async fn list(
 ) -> ApiResult<Json<ListResponse<UserSummary>>> {
     caller.require(Scope::Read, Permission::ViewUsers)?;
     let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
-    let hash = |s: &_| state.cipher.ssn_search_hash(s);
-    let none = |_: &str, _: bool, _: &mut QueryBuilder<'_, sqlx::Postgres>| {};
-    let mut count = QueryBuilder::new("SELECT count(*) FROM users u WHERE TRUE");
-    q.push_filters(&mut count, &hash, &none);
-    let total: i64 = count.build_query_scalar().fetch_one(&state.pool).await?;
-    let mut select = QueryBuilder::new(select_users());
-    q.push_filters(&mut select, &hash, &none);
-    select
-        .push(ORDER)
-        .push(" LIMIT ")
-        .push_bind(q.page_size)
-        .push(" OFFSET ")
-        .push_bind(q.offset());
-    let rows = select.build_query_as().fetch_all(&state.pool).await?;
+    let (rows, total) = q
+        .fetch_page(
+            &state.pool,
+            &state.cipher,
+            PageSql {
+                from: USERS_FROM,
+                count_from: Some("FROM users u WHERE TRUE"),
+                columns: &user_columns(),
+                order: ORDER,
+                restrict: None,
+            },
+            &no_computed,
+        )
+        .await?;
     Ok(Json(ListResponse {
         links: q.links("/v1/users", total),
         search_result: rows,

@@ -14,7 +14,7 @@ use i9_common::{
     domain::{Permission, Scope},
 };
 use serde::Serialize;
-use sqlx::{FromRow, QueryBuilder};
+use sqlx::FromRow;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{reveal_ssn, Id};
@@ -22,7 +22,9 @@ use crate::{
     audit,
     auth::Caller,
     error::{ApiError, ApiResult, Problem},
-    list::{filter, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse},
+    list::{
+        filter, no_computed, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse, PageSql,
+    },
     state::AppState,
 };
 
@@ -130,27 +132,24 @@ pub async fn list(
     caller.require(Scope::Read, Permission::ViewEmployees)?;
     let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
     let visibility = caller.visible_groups(&state.pool).await?;
-    let hash = |s: &_| state.cipher.ssn_search_hash(s);
-    let none = |_: &str, _: bool, _: &mut QueryBuilder<'_, sqlx::Postgres>| {};
-
-    let mut count = QueryBuilder::new("SELECT count(*) FROM employees e WHERE TRUE");
-    q.push_filters(&mut count, &hash, &none);
-    visibility.push_filter(&mut count, "e.location_id");
-    let total: i64 = count.build_query_scalar().fetch_one(&state.pool).await?;
-
-    let mut select = QueryBuilder::new(format!(
-        "SELECT e.id, {I9_STATUS} AS i9_status, li.i9_expiration, e.first_name, e.last_name, e.profile_id,
-                e.ssn_ciphertext, e.ssn_last4
-         FROM employees e {LATEST_I9} WHERE TRUE"
-    ));
-    q.push_filters(&mut select, &hash, &none);
-    visibility.push_filter(&mut select, "e.location_id");
-    select
-        .push(" ORDER BY e.id LIMIT ")
-        .push_bind(q.page_size)
-        .push(" OFFSET ")
-        .push_bind(q.offset());
-    let mut rows: Vec<EmployeeSummary> = select.build_query_as().fetch_all(&state.pool).await?;
+    let columns = format!(
+        "e.id, {I9_STATUS} AS i9_status, li.i9_expiration, e.first_name, e.last_name,
+         e.profile_id, e.ssn_ciphertext, e.ssn_last4"
+    );
+    let (mut rows, total): (Vec<EmployeeSummary>, i64) = q
+        .fetch_page(
+            &state.pool,
+            &state.cipher,
+            PageSql {
+                from: &format!("FROM employees e {LATEST_I9} WHERE TRUE"),
+                count_from: Some("FROM employees e WHERE TRUE"),
+                columns: &columns,
+                order: "ORDER BY e.id",
+                restrict: Some((&visibility, "e.location_id")),
+            },
+            &no_computed,
+        )
+        .await?;
 
     let mut revealed = Vec::new();
     for r in &mut rows {
