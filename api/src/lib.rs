@@ -97,7 +97,10 @@ impl Application {
     /// Serve on a listener bound by the caller (tests bind port 0 first, so
     /// `PUBLIC_BASE_URL` can name the real port).
     pub fn with_listener(listener: TcpListener, config: Config, pool: PgPool) -> Self {
+        let auth_cache = auth::cache::AuthCache::new(config.auth_cache_ttl);
+        auth_cache.spawn_invalidation(pool.clone());
         let state = AppState {
+            auth_cache,
             cipher: DataCipher::from_config(&config),
             pool,
             config: Arc::new(config),

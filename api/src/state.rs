@@ -12,4 +12,5 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub cipher: DataCipher,
     pub metrics: PrometheusHandle,
+    pub auth_cache: crate::auth::cache::AuthCache,
 }

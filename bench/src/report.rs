@@ -224,8 +224,9 @@ pub fn markdown(r: &Results) -> String {
     let _ = writeln!(
         s,
         "- **Ours** (`POST /v1/employees`): the middleware stack (request id, tracing, \
-         metrics, timeout, problem details); the bearer-token lookup (SHA-256 of the token, \
-         one query joining the token, grant, user, client and the role's permissions); \
+         metrics, timeout, problem details); the bearer token (SHA-256 of it, found in the \
+         process's short-lived token cache; on a miss, one query joining the token, grant, \
+         user, client and the role's permissions; revocations clear the cache by NOTIFY); \
          the caller's visible groups (no query for `admin`, who sees every group); \
          validation of every field; then one SQL statement, atomic on its own: insert the \
          employee (its unique and foreign keys check `profileId`, the SSN and the group), \

@@ -38,6 +38,9 @@ pub struct Config {
     pub section1_link_ttl: Duration,
     /// How long a set-password link works.
     pub password_link_ttl: Duration,
+    /// How long an API process may reuse a validated access token without
+    /// asking the database (revocations clear it at once; zero disables).
+    pub auth_cache_ttl: Duration,
 }
 
 impl std::fmt::Debug for Config {
@@ -157,6 +160,10 @@ impl Config {
             sign_in_window: parse_secs("SIGN_IN_WINDOW_SECS", 900)?,
             section1_link_ttl: parse_secs("SECTION1_LINK_TTL_SECS", 14 * 24 * 3600)?,
             password_link_ttl: parse_secs("PASSWORD_LINK_TTL_SECS", 72 * 3600)?,
+            auth_cache_ttl: match var("AUTH_CACHE_TTL_SECS").as_deref() {
+                Some("0") => Duration::ZERO,
+                _ => parse_secs("AUTH_CACHE_TTL_SECS", 5)?,
+            },
         })
     }
 
@@ -191,6 +198,7 @@ impl Config {
             sign_in_window: Duration::from_secs(900),
             section1_link_ttl: Duration::from_secs(14 * 24 * 3600),
             password_link_ttl: Duration::from_secs(72 * 3600),
+            auth_cache_ttl: Duration::from_secs(5),
         }
     }
 }

@@ -10,6 +10,8 @@ use sqlx::PgPool;
 
 use crate::{error::ApiError, state::AppState};
 
+pub mod cache;
+
 /// The authenticated caller of a `/v1` request.
 #[derive(Debug, Clone)]
 pub struct Caller {
@@ -124,9 +126,26 @@ impl FromRequestParts<AppState> for Caller {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let token = bearer_token(parts).ok_or(ApiError::Unauthorized)?;
-        let row: Option<(i64, i64, Vec<String>, Vec<i16>)> = sqlx::query_as(
+        let hash = token_hash(token);
+        let request_id = parts
+            .headers
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if let Some(c) = state.auth_cache.get(&hash) {
+            return Ok(Caller {
+                user_id: c.user_id,
+                client_id: c.client_id,
+                scopes: c.scopes,
+                permissions: c.permissions,
+                request_id,
+            });
+        }
+        let generation = state.auth_cache.generation();
+        let row: Option<(i64, i64, Vec<String>, Vec<i16>, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
             "SELECT g.user_id, g.client_id, t.scopes,
-                    ARRAY(SELECT rp.permission_id FROM role_permissions rp WHERE rp.role_id = u.role_id)
+                    ARRAY(SELECT rp.permission_id FROM role_permissions rp WHERE rp.role_id = u.role_id),
+                    t.expires_at
              FROM access_tokens t
              JOIN oauth_grants g ON g.id = t.grant_id
              JOIN users u ON u.id = g.user_id
@@ -134,24 +153,33 @@ impl FromRequestParts<AppState> for Caller {
              WHERE t.token_hash = $1 AND t.expires_at > now()
                AND g.revoked_at IS NULL AND NOT u.retired AND c.active",
         )
-        .bind(token_hash(token))
+        .bind(&hash)
         .fetch_optional(&state.pool)
         .await?;
-        let (user_id, client_id, scopes, perms) = row.ok_or(ApiError::Unauthorized)?;
+        let (user_id, client_id, scopes, perms, token_expires) =
+            row.ok_or(ApiError::Unauthorized)?;
         let permissions = perms
             .into_iter()
             .filter(|p| (1..=31).contains(p))
             .fold(0u32, |acc, p| acc | (1 << p));
+        let scopes = Scopes::from_list(&scopes).unwrap_or_default();
+        state.auth_cache.put(
+            hash,
+            cache::Cached {
+                user_id,
+                client_id,
+                scopes,
+                permissions,
+                token_expires,
+            },
+            generation,
+        );
         Ok(Caller {
             user_id,
             client_id,
-            scopes: Scopes::from_list(&scopes).unwrap_or_default(),
+            scopes,
             permissions,
-            request_id: parts
-                .headers
-                .get("x-request-id")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned),
+            request_id,
         })
     }
 }

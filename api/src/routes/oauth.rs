@@ -464,6 +464,8 @@ async fn revoke_grant(state: &AppState, grant: Uuid, reason: &str) -> Result<(),
         .bind(reason)
         .execute(&state.pool)
         .await?;
+    // This process forgets the sign-in's tokens now; the others on the trigger's NOTIFY.
+    state.auth_cache.clear();
     Ok(())
 }
 

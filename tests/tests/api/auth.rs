@@ -1,7 +1,7 @@
 //! The token endpoint: grants, errors, refresh rotation and reuse detection,
 //! expiry, throttling, retired users.
 
-use i9_tests::{spawn_app, spawn_app_with, ADMIN, PORTAL, REPORTING, WEST_HR};
+use i9_tests::{eventually, spawn_app, spawn_app_with, ADMIN, PORTAL, REPORTING, WEST_HR};
 use serde_json::Value;
 
 async fn error_of(r: reqwest::Response) -> (u16, String, Value) {
@@ -270,6 +270,11 @@ async fn an_expired_access_token_is_refused() {
         .execute(app.pool())
         .await
         .unwrap();
+    // API processes cache validated tokens; the change reaches them by NOTIFY.
+    eventually("the expired token is refused", || async {
+        app.get("/v1/eins", &token).await.status() == 401
+    })
+    .await;
     let r = app.get("/v1/eins", &token).await;
     assert_eq!(r.status(), 401);
     assert!(r.headers()["www-authenticate"]
@@ -345,7 +350,10 @@ async fn retired_users_cannot_sign_in_and_their_tokens_stop_working() {
         .execute(app.pool())
         .await
         .unwrap();
-    assert_eq!(app.get("/v1/employees", &token).await.status(), 401);
+    eventually("the retired user's token stops working", || async {
+        app.get("/v1/employees", &token).await.status() == 401
+    })
+    .await;
     let (s, e, _) = error_of(
         app.token_request(&[
             ("grant_type", "password"),
@@ -358,4 +366,34 @@ async fn retired_users_cannot_sign_in_and_their_tokens_stop_working() {
     )
     .await;
     assert_eq!((s, e.as_str()), (400, "invalid_grant"));
+}
+
+#[tokio::test]
+async fn a_role_losing_a_permission_takes_effect_on_existing_tokens() {
+    let app = spawn_app().await;
+    let token = app.token(WEST_HR).await;
+    assert_eq!(app.get("/v1/users", &token).await.status(), 200);
+    sqlx::query(
+        "DELETE FROM role_permissions WHERE permission_id = 8
+           AND role_id = (SELECT id FROM roles WHERE name = 'HR Manager')",
+    )
+    .execute(app.pool())
+    .await
+    .unwrap();
+    eventually("the cached permission is dropped", || async {
+        app.get("/v1/users", &token).await.status() == 403
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn without_the_token_cache_revocations_apply_to_the_next_request() {
+    let app = spawn_app_with(|c| c.auth_cache_ttl = std::time::Duration::ZERO).await;
+    let token = app.token(WEST_HR).await;
+    assert_eq!(app.get("/v1/employees", &token).await.status(), 200);
+    sqlx::query("UPDATE users SET retired = TRUE WHERE login = 'west.hr'")
+        .execute(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(app.get("/v1/employees", &token).await.status(), 401);
 }

@@ -1,0 +1,199 @@
+//! A short-lived cache of validated access tokens, so a request does not pay
+//! a database round trip to authenticate (token introspection caching, as
+//! RFC 7662 section 4 discusses).
+//!
+//! Revocation stays prompt: a trigger (`notify_auth_change`) sends
+//! `NOTIFY i9_auth` whenever a sign-in is revoked, a user retired or changed,
+//! a client deactivated, a role's permissions or a token's expiry changed,
+//! and every API process drops its whole cache on it. Revocations made by
+//! this process clear its cache synchronously too. The time-to-live bounds
+//! staleness should a notification be lost (the listener also clears the
+//! cache whenever it reconnects). Entries never outlive their token.
+
+use std::{
+    collections::HashMap,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex,
+    },
+    time::{Duration, Instant},
+};
+
+use chrono::{DateTime, Utc};
+use sqlx::{postgres::PgListener, PgPool};
+
+pub const CHANNEL: &str = "i9_auth";
+const MAX_ENTRIES: usize = 50_000;
+
+#[derive(Debug, Clone, Copy)]
+pub struct Cached {
+    pub user_id: i64,
+    pub client_id: i64,
+    pub scopes: i9_common::domain::Scopes,
+    pub permissions: u32,
+    pub token_expires: DateTime<Utc>,
+}
+
+struct Entry {
+    value: Cached,
+    stored: Instant,
+}
+
+#[derive(Clone)]
+pub struct AuthCache {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    entries: Mutex<HashMap<Vec<u8>, Entry>>,
+    /// Bumped by every clear, so a lookup that raced a revocation is not stored.
+    generation: AtomicU64,
+    ttl: Duration,
+}
+
+impl AuthCache {
+    /// A `ttl` of zero disables the cache.
+    pub fn new(ttl: Duration) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                entries: Mutex::new(HashMap::new()),
+                generation: AtomicU64::new(0),
+                ttl,
+            }),
+        }
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.inner.generation.load(Ordering::SeqCst)
+    }
+
+    pub fn get(&self, token_hash: &[u8]) -> Option<Cached> {
+        if self.inner.ttl.is_zero() {
+            return None;
+        }
+        let entries = self.inner.entries.lock().ok()?;
+        let e = entries.get(token_hash)?;
+        (e.stored.elapsed() < self.inner.ttl && Utc::now() < e.value.token_expires)
+            .then_some(e.value)
+    }
+
+    /// Store a lookup made when the cache was at `generation`, unless it has
+    /// been cleared since.
+    pub fn put(&self, token_hash: Vec<u8>, value: Cached, generation: u64) {
+        if self.inner.ttl.is_zero() {
+            return;
+        }
+        if let Ok(mut entries) = self.inner.entries.lock() {
+            if self.generation() != generation {
+                return;
+            }
+            if entries.len() >= MAX_ENTRIES {
+                entries.clear();
+            }
+            entries.insert(
+                token_hash,
+                Entry {
+                    value,
+                    stored: Instant::now(),
+                },
+            );
+        }
+    }
+
+    pub fn clear(&self) {
+        if let Ok(mut entries) = self.inner.entries.lock() {
+            self.inner.generation.fetch_add(1, Ordering::SeqCst);
+            entries.clear();
+        }
+    }
+
+    /// Drop the cache on every `NOTIFY i9_auth`, for as long as the process runs.
+    pub fn spawn_invalidation(&self, pool: PgPool) {
+        if self.inner.ttl.is_zero() {
+            return;
+        }
+        let cache = self.clone();
+        tokio::spawn(async move {
+            let mut backoff = Duration::from_millis(200);
+            loop {
+                let listener = async {
+                    let mut l = PgListener::connect_with(&pool).await?;
+                    l.listen(CHANNEL).await?;
+                    Ok::<_, sqlx::Error>(l)
+                };
+                match listener.await {
+                    Ok(mut l) => {
+                        backoff = Duration::from_millis(200);
+                        // Anything may have changed while we were not listening.
+                        cache.clear();
+                        while l.recv().await.is_ok() {
+                            cache.clear();
+                        }
+                        cache.clear();
+                    }
+                    Err(e) => {
+                        cache.clear();
+                        tracing::debug!(error = %e, "auth cache listener cannot connect; retrying");
+                    }
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(5));
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cached(expires_in: chrono::Duration) -> Cached {
+        Cached {
+            user_id: 1,
+            client_id: 2,
+            scopes: i9_common::domain::Scopes {
+                read: true,
+                write: false,
+            },
+            permissions: 0b10,
+            token_expires: Utc::now() + expires_in,
+        }
+    }
+
+    #[test]
+    fn entries_are_served_until_cleared() {
+        let c = AuthCache::new(Duration::from_secs(60));
+        let g = c.generation();
+        c.put(vec![1], cached(chrono::Duration::hours(1)), g);
+        assert_eq!(c.get(&[1]).map(|v| v.user_id), Some(1));
+        c.clear();
+        assert!(c.get(&[1]).is_none());
+    }
+
+    #[test]
+    fn a_lookup_that_raced_a_clear_is_not_stored() {
+        let c = AuthCache::new(Duration::from_secs(60));
+        let g = c.generation();
+        c.clear(); // a revocation while the lookup was in flight
+        c.put(vec![1], cached(chrono::Duration::hours(1)), g);
+        assert!(c.get(&[1]).is_none());
+    }
+
+    #[test]
+    fn expired_tokens_are_not_served_and_a_zero_ttl_disables() {
+        let c = AuthCache::new(Duration::from_secs(60));
+        c.put(
+            vec![1],
+            cached(chrono::Duration::seconds(-1)),
+            c.generation(),
+        );
+        assert!(c.get(&[1]).is_none());
+        let off = AuthCache::new(Duration::ZERO);
+        off.put(
+            vec![3],
+            cached(chrono::Duration::hours(1)),
+            off.generation(),
+        );
+        assert!(off.get(&[3]).is_none());
+    }
+}
