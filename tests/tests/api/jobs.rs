@@ -592,3 +592,58 @@ async fn several_relays_share_the_outbox_without_publishing_twice() {
         .unwrap();
     assert_eq!(i9s, 20);
 }
+
+#[tokio::test]
+async fn a_login_email_job_delivered_twice_sends_one_email() {
+    let app = spawn_stack().await;
+    let token = app.token(ADMIN).await;
+    let mut body = hire("Dup", "Login", "dup.login@mail.example");
+    body["createLogin"] = json!(true);
+    body["sendLoginEmail"] = json!(true);
+    post(&app, &token, body).await;
+    eventually("the login email arrives", || async {
+        !app.smtp().to("dup.login@mail.example").is_empty()
+    })
+    .await;
+    let payload: Value =
+        sqlx::query_scalar("SELECT payload FROM job_outbox WHERE kind = 'send_login_email'")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    let conn = i9_common::amqp::connect(&i9_tests::amqp_url())
+        .await
+        .unwrap();
+    let ch = conn.create_channel().await.unwrap();
+    ch.basic_publish(
+        &app.topology.jobs_exchange(),
+        "send_login_email",
+        BasicPublishOptions::default(),
+        payload.to_string().as_bytes(),
+        BasicProperties::default(),
+    )
+    .await
+    .unwrap()
+    .await
+    .unwrap();
+    // A later login email: once it is in, the duplicate before it was handled.
+    let mut marker = hire("Mark", "Er", "marker@mail.example");
+    marker["createLogin"] = json!(true);
+    marker["sendLoginEmail"] = json!(true);
+    post(&app, &token, marker).await;
+    eventually("the marker email arrives", || async {
+        !app.smtp().to("marker@mail.example").is_empty()
+    })
+    .await;
+    assert_eq!(
+        app.smtp().to("dup.login@mail.example").len(),
+        1,
+        "exactly one email"
+    );
+    let tokens: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM password_set_tokens t JOIN users u ON u.id = t.user_id WHERE u.login = 'dup.login@mail.example'",
+    )
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(tokens, 1, "one set-password link issued");
+}
