@@ -156,6 +156,9 @@ pub struct I9Record {
     pub ssn_last4: Option<String>,
     #[serde(skip)]
     pub location_id: i64,
+    /// Computed at read from the period of employment.
+    #[serde(skip)]
+    pub purge_after: Option<NaiveDate>,
 }
 
 #[utoipa::path(
@@ -199,7 +202,20 @@ pub async fn list(
 /// Load one I-9 the caller may see, with its SSN revealed or masked.
 pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Record> {
     let mut rec: I9Record = sqlx::query_as(
-        "SELECT i.*, e.location_id FROM i9s i JOIN employees e ON e.id = i.employee_id WHERE i.id = $1",
+        "SELECT i.*, e.location_id,
+                -- Retention: once terminated, the later of hire + 3 years and termination + 1 year.
+                CASE WHEN p.terminated_date IS NOT NULL THEN
+                    GREATEST(COALESCE(i.start_date, p.start_date) + INTERVAL '3 years',
+                             p.terminated_date + INTERVAL '1 year')::DATE
+                END AS purge_after
+         FROM i9s i JOIN employees e ON e.id = i.employee_id
+         LEFT JOIN LATERAL (
+             SELECT start_date, terminated_date FROM employment_periods
+             WHERE id = i.employment_period_id
+                OR (i.employment_period_id IS NULL AND employee_id = i.employee_id)
+             ORDER BY id DESC LIMIT 1
+         ) p ON TRUE
+         WHERE i.id = $1",
     )
     .bind(id)
     .fetch_optional(&state.pool)
@@ -222,6 +238,7 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Rec
     if rec.ssn_ciphertext.is_some() && caller.has(Permission::FullSsn) {
         audit::record_ssn_reads(&state.pool, caller, "i9", &[id]).await?;
     }
+    rec.retention_date = rec.purge_after.or(rec.retention_date);
     rec.links = vec![
         Link::new("self", format!("/v1/i9s/{id}")),
         Link::new("employee", format!("/v1/employees/{}", rec.employee_id)),

@@ -4,6 +4,7 @@ pub mod eins;
 pub mod employees;
 pub mod groups;
 pub mod health;
+pub mod i9_steps;
 pub mod i9s;
 pub mod oauth;
 pub mod openapi;

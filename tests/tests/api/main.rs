@@ -6,6 +6,7 @@ mod access;
 mod auth;
 mod employee_writes;
 mod jobs;
+mod lifecycle;
 mod lists;
 mod openapi;
 mod operations;
