@@ -43,6 +43,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route("/i9s", get(i9s::list))
         .route("/i9s/{id}", get(i9s::get_one))
+        .route("/partners/i9s/section1", post(partners::section1))
         .route("/i9s/{id}/section2", post(i9_steps::section2))
         .route("/i9s/{id}/complete", post(i9_steps::complete))
         .route("/i9s/{id}/approve", post(i9_steps::approve))

@@ -9,6 +9,7 @@ pub mod i9s;
 pub mod oauth;
 pub mod openapi;
 pub mod pages;
+pub mod partners;
 pub mod roles;
 pub mod users;
 

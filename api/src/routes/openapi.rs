@@ -8,7 +8,7 @@ use utoipa::{
     Modify, OpenApi,
 };
 
-use super::{eins, employees, groups, health, i9_steps, i9s, oauth, roles, users};
+use super::{eins, employees, groups, health, i9_steps, i9s, oauth, partners, roles, users};
 use crate::{auth::Caller, error};
 
 #[derive(OpenApi)]
@@ -23,7 +23,7 @@ use crate::{auth::Caller, error};
     paths(
         oauth::token,
         employees::list, employees::get_one, employees::write::create, employees::write::update,
-        i9s::list, i9s::get_one, i9_steps::section2, i9_steps::complete, i9_steps::approve, i9_steps::park,
+        i9s::list, i9s::get_one, partners::section1, i9_steps::section2, i9_steps::complete, i9_steps::approve, i9_steps::park,
         eins::list, eins::get_one,
         groups::list, groups::get_one, groups::users,
         users::list, users::get_one,

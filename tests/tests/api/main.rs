@@ -10,6 +10,7 @@ mod lifecycle;
 mod lists;
 mod openapi;
 mod operations;
+mod partners;
 mod records;
 mod seed;
 mod ssn;

@@ -13,6 +13,8 @@ use crate::error::FieldError;
 pub enum Operation {
     Create,
     Update,
+    /// `POST /v1/partners/i9s/section1` (the I column of the table).
+    Partner,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +35,8 @@ enum Kind {
     Bool,
     I9Choice,
     Rehire,
+    Onboarding,
+    Url(usize),
 }
 
 /// Where a field goes.
@@ -184,9 +188,33 @@ const FIELDS: &[Field] = &[
         NA,
         NA,
     ),
-    f("onboardingType", Kind::Text(10), Target::Flag, NA, NA),
-    f("employeeReturnUrl", Kind::Text(255), Target::Flag, NA, NA),
+    f("onboardingType", Kind::Onboarding, Target::Flag, NA, NA),
+    f("employeeReturnUrl", Kind::Url(255), Target::Flag, NA, NA),
 ];
+
+/// The partner operation's column (I) of the table.
+fn partner_req(name: &str) -> Req {
+    match name {
+        "firstName"
+        | "lastName"
+        | "startDate"
+        | "emailAddress"
+        | "locationId"
+        | "integrationCandidateId"
+        | "onboardingType" => R,
+        "terminatedDate" | "createLogin" | "sendLoginEmail" | "createI9" | "createRemotehireI9"
+        | "rehire" => NA,
+        _ => O,
+    }
+}
+
+fn req(fd: &Field, op: Operation) -> Req {
+    match op {
+        Operation::Create => fd.post,
+        Operation::Update => fd.patch,
+        Operation::Partner => partner_req(fd.name),
+    }
+}
 
 /// Another accepted spelling (decisions.md section 7).
 const ALIASES: &[(&str, &str)] = &[("createRemoteHireI9", "createRemotehireI9")];
@@ -195,10 +223,7 @@ const ALIASES: &[(&str, &str)] = &[("createRemoteHireI9", "createRemotehireI9")]
 pub fn accepted(op: Operation) -> Vec<&'static str> {
     FIELDS
         .iter()
-        .filter(|fd| match op {
-            Operation::Create => fd.post != NA,
-            Operation::Update => fd.patch != NA,
-        })
+        .filter(|fd| req(fd, op) != NA)
         .map(|fd| fd.name)
         .collect()
 }
@@ -234,6 +259,12 @@ pub struct EmployeeInput {
     pub send_login_email: bool,
     pub i9: Option<I9Wish>,
     pub rehire: bool,
+    /// Partner operation: the partner's candidate key.
+    pub candidate_id: Option<String>,
+    /// Partner operation: `remote` (true) or `on-site` (false).
+    pub onboarding_remote: Option<bool>,
+    /// Partner operation: where the employee goes after signing Section 1.
+    pub return_url: Option<String>,
 }
 
 impl EmployeeInput {
@@ -304,14 +335,10 @@ pub fn parse(body: &Value, op: Operation) -> Result<EmployeeInput, Vec<FieldErro
                 "Not a field of an employee.",
             )),
             Some(fd) => {
-                let req = if op == Operation::Create {
-                    fd.post
-                } else {
-                    fd.patch
-                };
-                if req == NA {
-                    let msg = match fd.name {
-                        "rehire" => "Re-hire an existing employee with PATCH /v1/employees/{id}.",
+                if req(fd, op) == NA {
+                    let msg = match (op, fd.name) {
+                        (Operation::Partner, _) => "The partner operation does not accept this field.",
+                        (_, "rehire") => "Re-hire an existing employee with PATCH /v1/employees/{id}.",
                         _ => "Only the partner operation (POST /v1/partners/i9s/section1) accepts this field.",
                     };
                     errors.push(FieldError::new(key, "not_accepted", msg));
@@ -330,11 +357,7 @@ pub fn parse(body: &Value, op: Operation) -> Result<EmployeeInput, Vec<FieldErro
     }
 
     for fd in FIELDS {
-        let req = if op == Operation::Create {
-            fd.post
-        } else {
-            fd.patch
-        };
+        let req = req(fd, op);
         if req == NA {
             continue;
         }
@@ -431,9 +454,52 @@ fn apply(
     match fd.kind {
         Kind::Text(_) | Kind::Email(_) => {
             let v = text_value(fd, key, value)?;
-            if let Target::Column(c) = fd.target {
-                input.columns.push((c, ColumnValue::Text(v)));
+            match fd.target {
+                Target::Column(c) => input.columns.push((c, ColumnValue::Text(v))),
+                _ if fd.name == "integrationCandidateId" => input.candidate_id = v,
+                _ => {}
             }
+        }
+        Kind::Onboarding => {
+            input.onboarding_remote = match value.and_then(Value::as_str) {
+                None if value.is_none() => None,
+                Some("remote") => Some(true),
+                Some("on-site") => Some(false),
+                _ => {
+                    return Err(FieldError::new(
+                        key,
+                        "invalid_value",
+                        "Must be \"on-site\" or \"remote\".",
+                    ));
+                }
+            };
+        }
+        Kind::Url(max) => {
+            input.return_url = match value {
+                None => None,
+                Some(Value::String(s)) => {
+                    let s = s.trim();
+                    if s.chars().count() > max {
+                        return Err(FieldError::new(
+                            key,
+                            "too_long",
+                            format!("At most {max} characters."),
+                        ));
+                    }
+                    let ok = (s.starts_with("https://") || s.starts_with("http://"))
+                        && s.len() > 8
+                        && !s.chars().any(|c| c.is_whitespace() || c.is_control());
+                    if !ok {
+                        return Err(FieldError::new(
+                            key,
+                            "invalid_format",
+                            "Must be an http(s) URL.",
+                        ));
+                    }
+                    Some(s.to_owned())
+                }
+                Some(_) => return Err(type_error(key, "a string")),
+            };
         }
         Kind::Date => {
             let d = match value {

@@ -356,31 +356,7 @@ pub async fn update(
         None => false,
     };
 
-    if !input.columns.is_empty() || input.ssn.is_some() {
-        let mut update = QueryBuilder::<Postgres>::new("UPDATE employees SET updated_at = now()");
-        for (c, v) in &input.columns {
-            update.push(format_args!(", {c} = "));
-            push_column(&mut update, v);
-        }
-        if let Some(ssn) = &input.ssn {
-            update.push(", ssn_ciphertext = ").push_bind(
-                ssn.as_ref()
-                    .map(|s| state.cipher.encrypt_ssn(Purpose::EmployeeSsn, s)),
-            );
-            update
-                .push(", ssn_hash = ")
-                .push_bind(ssn.as_ref().map(|s| state.cipher.ssn_search_hash(s)));
-            update
-                .push(", ssn_last4 = ")
-                .push_bind(ssn.as_ref().map(|s| s.last4().to_owned()));
-        }
-        update.push(" WHERE id = ").push_bind(id);
-        update
-            .build()
-            .execute(&mut *tx)
-            .await
-            .map_err(unique_violation)?;
-    }
+    set_columns(&mut tx, &state, &input, id).await?;
     match period {
         Some((pid, _, _)) if !input.rehire => {
             if input.start_date.is_some() || input.terminated_date.is_some() {
@@ -416,7 +392,42 @@ pub async fn update(
     Ok((StatusCode::OK, axum::Json(rec)).into_response())
 }
 
-fn parse_body(headers: &HeaderMap, body: &[u8], op: Operation) -> ApiResult<EmployeeInput> {
+/// Write the body's columns (and SSN) to an existing employee.
+pub async fn set_columns(
+    tx: &mut PgConnection,
+    state: &AppState,
+    input: &EmployeeInput,
+    id: i64,
+) -> ApiResult<()> {
+    if !input.columns.is_empty() || input.ssn.is_some() {
+        let mut update = QueryBuilder::<Postgres>::new("UPDATE employees SET updated_at = now()");
+        for (c, v) in &input.columns {
+            update.push(format_args!(", {c} = "));
+            push_column(&mut update, v);
+        }
+        if let Some(ssn) = &input.ssn {
+            update.push(", ssn_ciphertext = ").push_bind(
+                ssn.as_ref()
+                    .map(|s| state.cipher.encrypt_ssn(Purpose::EmployeeSsn, s)),
+            );
+            update
+                .push(", ssn_hash = ")
+                .push_bind(ssn.as_ref().map(|s| state.cipher.ssn_search_hash(s)));
+            update
+                .push(", ssn_last4 = ")
+                .push_bind(ssn.as_ref().map(|s| s.last4().to_owned()));
+        }
+        update.push(" WHERE id = ").push_bind(id);
+        update
+            .build()
+            .execute(&mut *tx)
+            .await
+            .map_err(unique_violation)?;
+    }
+    Ok(())
+}
+
+pub fn parse_body(headers: &HeaderMap, body: &[u8], op: Operation) -> ApiResult<EmployeeInput> {
     let json = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -436,7 +447,7 @@ fn parse_body(headers: &HeaderMap, body: &[u8], op: Operation) -> ApiResult<Empl
 }
 
 /// `locationId` and `legalEntity` must exist (422); the caller must see the group (403).
-async fn check_references(
+pub async fn check_references(
     tx: &mut PgConnection,
     input: &EmployeeInput,
     visibility: &Visibility,
@@ -514,7 +525,7 @@ fn require_email(
 }
 
 /// 409 when `profileId` or the SSN already belongs to another employee.
-async fn check_unique(
+pub async fn check_unique(
     tx: &mut PgConnection,
     state: &AppState,
     input: &EmployeeInput,
@@ -551,7 +562,7 @@ async fn check_unique(
 }
 
 /// A unique index caught what the checks above missed (a concurrent write).
-fn unique_violation(e: sqlx::Error) -> ApiError {
+pub fn unique_violation(e: sqlx::Error) -> ApiError {
     match &e {
         sqlx::Error::Database(db) => match db.constraint() {
             Some("employees_profile_id_key") => {
