@@ -7,6 +7,7 @@ pub mod config;
 pub mod crypto;
 pub mod db;
 pub mod domain;
+pub mod events;
 pub mod jobs;
 pub mod links;
 pub mod outbox;

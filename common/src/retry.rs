@@ -26,6 +26,15 @@ impl RetryPolicy {
         jitter: 0.2,
     };
 
+    /// Partner status callbacks: first retry after about 5 s, growing to
+    /// hourly, for about a day (5 s × 2ⁿ capped at 1 h, 30 attempts ≈ 21 h).
+    pub const CALLBACKS: RetryPolicy = RetryPolicy {
+        max_attempts: 30,
+        base: Duration::from_secs(5),
+        cap: Duration::from_secs(3600),
+        jitter: 0.2,
+    };
+
     /// The wait after failed attempt number `attempt` (1-based).
     pub fn delay(&self, attempt: u32) -> Duration {
         let exp = self.base.as_secs_f64() * 2f64.powi(attempt.saturating_sub(1).min(30) as i32);

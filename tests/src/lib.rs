@@ -3,6 +3,7 @@
 //! organization. The database is dropped when the `TestApp` is dropped.
 
 pub mod proxy;
+pub mod receiver;
 pub mod smtp;
 
 use std::{future::Future, path::PathBuf, sync::Arc, time::Duration};
@@ -16,6 +17,7 @@ use sqlx::{postgres::PgPoolOptions, Connection, Executor, PgConnection, PgPool};
 use tokio::sync::watch;
 
 pub use proxy::TcpProxy;
+pub use receiver::Receiver;
 pub use smtp::TestSmtp;
 
 /// RabbitMQ as the machine runs it.
@@ -252,6 +254,11 @@ pub fn start_worker(
         base: Duration::from_secs(1),
         cap: Duration::from_secs(1),
         jitter: 0.0,
+    };
+    // The callback budget, shortened: three attempts a second apart.
+    wc.callback_retry = RetryPolicy {
+        max_attempts: 3,
+        ..wc.retry
     };
     tokio::spawn(i9_workers::consumer::run(ctx, wc, stop))
 }

@@ -36,6 +36,8 @@ pub struct WorkerConfig {
     /// Unacknowledged deliveries per kind, and so jobs run at once per kind.
     pub prefetch: u16,
     pub retry: RetryPolicy,
+    /// The retry policy of partner status callbacks (about a day).
+    pub callback_retry: RetryPolicy,
     /// Limit on acks, rejects and retry publishes.
     pub io_timeout: Duration,
 }
@@ -47,6 +49,7 @@ impl WorkerConfig {
             topology,
             prefetch: 8,
             retry: RetryPolicy::JOBS,
+            callback_retry: RetryPolicy::CALLBACKS,
             io_timeout: Duration::from_secs(10),
         }
     }
@@ -206,15 +209,28 @@ async fn process(
     d: Delivery,
 ) -> anyhow::Result<()> {
     let attempt = attempt_of(&d);
-    let outcome = match Envelope::decode(&d.data) {
-        Err(e) => Err(JobError::Fatal(e.into())),
+    let env = Envelope::decode(&d.data);
+    let outcome = match &env {
+        Err(e) => Err(JobError::Fatal(anyhow!("{e}"))),
         Ok(env) if env.job.kind() != kind => Err(JobError::Fatal(anyhow!(
             "a {} job on the {} queue",
             env.job.kind().name(),
             kind.name()
         ))),
-        Ok(env) => jobs::handle(ctx, &env).await,
+        Ok(env) => jobs::handle(ctx, env).await,
     };
+    let policy = if kind == JobKind::PostStatusCallback {
+        &config.callback_retry
+    } else {
+        &config.retry
+    };
+    let dead = matches!(&outcome, Err(JobError::Fatal(_)))
+        || (matches!(&outcome, Err(JobError::Retryable(_))) && policy.exhausted(attempt));
+    if dead {
+        if let Ok(env) = &env {
+            jobs::on_dead_letter(ctx, env).await;
+        }
+    }
     let io = config.io_timeout;
     let timed = |what: &'static str| {
         move |r: Result<Result<(), lapin::Error>, tokio::time::error::Elapsed>| match r {
@@ -233,7 +249,7 @@ async fn process(
                     .await,
             )
         }
-        Err(JobError::Retryable(e)) if config.retry.exhausted(attempt) => {
+        Err(JobError::Retryable(e)) if policy.exhausted(attempt) => {
             tracing::error!(kind = kind.name(), attempt, error = %format!("{e:#}"), "job failed on its last attempt; dead-lettering it");
             timed("reject")(
                 tokio::time::timeout(io, d.acker.reject(BasicRejectOptions { requeue: false }))
@@ -241,7 +257,7 @@ async fn process(
             )
         }
         Err(JobError::Retryable(e)) => {
-            let delay = config.retry.delay(attempt);
+            let delay = policy.delay(attempt);
             let bucket = retry_bucket(delay);
             tracing::warn!(kind = kind.name(), attempt, retry_in_secs = bucket, error = %format!("{e:#}"), "job failed; will retry");
             match schedule_retry(channel, &config.topology, &d, attempt + 1, bucket, io).await {

@@ -6,7 +6,10 @@
 
 use axum::{body::Bytes, extract::State, http::HeaderMap, Json};
 use chrono::{NaiveDate, Utc};
-use i9_common::domain::{parse_date, Permission, Scope};
+use i9_common::{
+    domain::{parse_date, Permission, Scope},
+    events,
+};
 use serde_json::{Map, Value};
 
 use super::{i9s, Id};
@@ -478,6 +481,13 @@ pub async fn section2(
     let updated = q.build().execute(&mut *tx).await?.rows_affected() == 1;
     if updated {
         audit(&mut tx, &caller, "i9.section2", id).await?;
+        events::record_status_change(
+            &mut tx,
+            id,
+            Some("Signed Sec 1"),
+            &state.config.public_base_url,
+        )
+        .await?;
         tx.commit().await?;
     }
     conflict_unless(&state, id, updated, "recording Section 2").await?;
@@ -525,6 +535,11 @@ async fn transition(
 ) -> ApiResult<Json<i9s::I9Record>> {
     visible_i9(state, caller, id).await?;
     let mut tx = state.pool.begin().await?;
+    let previous: Option<String> =
+        sqlx::query_scalar("SELECT status FROM i9s WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
     let updated = sqlx::query(&format!(
         "UPDATE i9s SET {}, i9_notes = COALESCE($3, i9_notes), updated_at = now()
          WHERE id = $1 AND status = ANY($2)",
@@ -539,6 +554,13 @@ async fn transition(
         == 1;
     if updated {
         audit(&mut tx, caller, step.action, id).await?;
+        events::record_status_change(
+            &mut tx,
+            id,
+            previous.as_deref(),
+            &state.config.public_base_url,
+        )
+        .await?;
         tx.commit().await?;
     }
     conflict_unless(state, id, updated, step.name).await?;

@@ -4,6 +4,7 @@
 
 mod access;
 mod auth;
+mod callbacks;
 mod employee_writes;
 mod jobs;
 mod lifecycle;

@@ -7,6 +7,7 @@ use chrono::{NaiveDate, Utc};
 use i9_common::{
     crypto::Purpose,
     domain::{calendar::business_days_after, FORM_VERSION},
+    events,
     jobs::Job,
     outbox,
 };
@@ -169,6 +170,7 @@ pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
     if remote {
         outbox::enqueue(&mut tx, Job::SendRemoteHireEmail { request_id }).await?;
     }
+    events::record_status_change(&mut tx, i9_id, None, &ctx.config.public_base_url).await?;
     mark_done(&mut tx, job_id, KIND).await?;
     tx.commit().await?;
     tracing::info!(i9_id, employee_id, remote, "I-9 created");

@@ -3,6 +3,7 @@
 //! takes effect once however often RabbitMQ delivers it.
 
 pub mod create_i9;
+pub mod post_status_callback;
 pub mod send_login_email;
 pub mod send_remote_hire_email;
 
@@ -38,9 +39,23 @@ pub async fn handle(ctx: &Context, env: &Envelope) -> JobResult {
         Job::SendRemoteHireEmail { request_id } => {
             send_remote_hire_email::run(ctx, env.job_id, *request_id).await
         }
-        Job::PostStatusCallback { .. } => Err(JobError::Fatal(anyhow::anyhow!(
-            "status callbacks are not implemented by this worker version"
-        ))),
+        Job::PostStatusCallback { event_id } => post_status_callback::run(ctx, *event_id).await,
+    }
+}
+
+/// A job is being dead-lettered (fatal, or out of attempts): record it where
+/// an operator looks.
+pub async fn on_dead_letter(ctx: &Context, env: &Envelope) {
+    if let Job::PostStatusCallback { event_id } = &env.job {
+        let r = sqlx::query(
+            "UPDATE partner_events SET dead_at = now() WHERE id = $1 AND delivered_at IS NULL",
+        )
+        .bind(event_id)
+        .execute(&ctx.pool)
+        .await;
+        if let Err(e) = r {
+            tracing::error!(error = %e, %event_id, "could not mark the callback dead");
+        }
     }
 }
 

@@ -1,0 +1,74 @@
+//! A partner's callback endpoint for tests: a real HTTP server (axum) that
+//! records what it receives and can fail on purpose.
+
+use std::sync::{
+    atomic::{AtomicUsize, Ordering},
+    Arc, Mutex,
+};
+
+use axum::{body::Bytes, extract::State, http::HeaderMap, http::StatusCode, routing::post, Router};
+
+#[derive(Clone, Default)]
+struct Shared {
+    received: Arc<Mutex<Vec<(HeaderMap, Bytes)>>>,
+    attempts: Arc<AtomicUsize>,
+    fail_next: Arc<AtomicUsize>,
+}
+
+pub struct Receiver {
+    pub url: String,
+    shared: Shared,
+}
+
+async fn hook(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> StatusCode {
+    s.attempts.fetch_add(1, Ordering::SeqCst);
+    if s.fail_next
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok()
+    {
+        return StatusCode::SERVICE_UNAVAILABLE;
+    }
+    if let Ok(mut r) = s.received.lock() {
+        r.push((headers, body));
+    }
+    StatusCode::NO_CONTENT
+}
+
+impl Receiver {
+    pub async fn start() -> Self {
+        let shared = Shared::default();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind receiver");
+        let port = listener.local_addr().expect("addr").port();
+        let app = Router::new()
+            .route("/i9-status", post(hook))
+            .with_state(shared.clone());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Self {
+            url: format!("http://127.0.0.1:{port}/i9-status"),
+            shared,
+        }
+    }
+
+    /// Delivered callbacks: headers and body.
+    pub fn received(&self) -> Vec<(HeaderMap, Bytes)> {
+        self.shared
+            .received
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
+    }
+
+    /// Requests seen, failed ones included.
+    pub fn attempts(&self) -> usize {
+        self.shared.attempts.load(Ordering::SeqCst)
+    }
+
+    /// Answer 503 to the next `n` requests.
+    pub fn fail_next(&self, n: usize) {
+        self.shared.fail_next.store(n, Ordering::SeqCst);
+    }
+}

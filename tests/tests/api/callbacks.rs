@@ -1,0 +1,246 @@
+//! Partner status callbacks: one per status change, creation included,
+//! signed (verified here with the `standardwebhooks` library), retried,
+//! recorded, and refused towards private addresses unless allowed.
+
+use i9_tests::{eventually, spawn, Receiver, Stack, TestApp, ADMIN, ATS_BOT};
+use serde_json::{json, Value};
+
+const ATS: (&str, &str) = ("greenhouse-ats", "ats-secret-change-me");
+const SECRET: &str = "whsec_YWNtZS1ncmVlbmhvdXNlLWRldi1zaWduaW5nLWtleSEh";
+
+async fn stack(allow_private: bool) -> (TestApp, Receiver) {
+    let app = spawn(
+        Stack {
+            jobs: true,
+            ..Stack::default()
+        },
+        move |c| c.allow_private_callbacks = allow_private,
+    )
+    .await;
+    let receiver = Receiver::start().await;
+    sqlx::query(
+        "UPDATE oauth_clients SET integration_hr_url = $1 WHERE client_id = 'greenhouse-ats'",
+    )
+    .bind(&receiver.url)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    (app, receiver)
+}
+
+async fn hire(app: &TestApp, candidate: &str) -> i64 {
+    let token = app.sign_in_with(ATS, ATS_BOT, None).await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let body = json!({"integrationCandidateId": candidate, "onboardingType": "on-site", "firstName": "Ana",
+                      "lastName": "Diaz", "emailAddress": "ana@mail.example", "startDate": "2026-11-05", "locationId": 3});
+    let r = app
+        .post_json("/v1/partners/i9s/section1", &token, &body)
+        .await;
+    assert_eq!(r.status(), 201);
+    r.json::<Value>().await.unwrap()["id"].as_i64().unwrap()
+}
+
+/// The payloads received so far, each verified as a partner would.
+fn verified(receiver: &Receiver) -> Vec<Value> {
+    let wh = standardwebhooks::Webhook::new(SECRET).unwrap();
+    receiver
+        .received()
+        .into_iter()
+        .map(|(headers, body)| {
+            wh.verify(&body, &headers).expect("the signature verifies");
+            serde_json::from_slice(&body).unwrap()
+        })
+        .collect()
+}
+
+async fn i9_of(app: &TestApp, employee: i64) -> i64 {
+    eventually("the I-9 exists", || async {
+        app.i9_count(employee).await == 1
+    })
+    .await;
+    sqlx::query_scalar("SELECT id FROM i9s WHERE employee_id = $1")
+        .bind(employee)
+        .fetch_one(app.pool())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn every_status_change_reaches_the_partner_signed_and_in_sequence() {
+    let (app, receiver) = stack(true).await;
+    let id = hire(&app, "cand-cb-1").await;
+    let i9 = i9_of(&app, id).await;
+    eventually("the creation callback", || async {
+        receiver.received().len() == 1
+    })
+    .await;
+
+    // Section 1 is signed (the Section 1 page records it the same way).
+    let mut tx = app.pool().begin().await.unwrap();
+    sqlx::query("UPDATE i9s SET status = 'Signed Sec 1' WHERE id = $1")
+        .bind(i9)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    i9_common::events::record_status_change(
+        &mut tx,
+        i9,
+        Some("Section 1 Incomplete"),
+        &app.address,
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    eventually("the Section 1 callback", || async {
+        receiver.received().len() == 2
+    })
+    .await;
+
+    let admin = app.token(ADMIN).await;
+    let section2 = json!({
+        "listA1DocTitle": "U.S. Passport", "listA1DocIssuer": "U.S. Department of State", "listA1DocNumber": "X1",
+        "employerFirstName": "Ada", "employerLastName": "Admin", "employerTitle": "Administrator",
+        "employerBusiness": "Acme", "employerSignature": "Ada Admin"
+    });
+    for (step, body, n) in [
+        ("section2", Some(section2), 3),
+        ("complete", None, 4),
+        ("approve", None, 5),
+    ] {
+        let mut req = app
+            .http
+            .post(app.url(&format!("/v1/i9s/{i9}/{step}")))
+            .bearer_auth(&admin);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        assert_eq!(req.send().await.unwrap().status(), 200, "{step}");
+        eventually("the step's callback", || async {
+            receiver.received().len() == n
+        })
+        .await;
+    }
+
+    let events = verified(&receiver);
+    let statuses: Vec<&str> = events
+        .iter()
+        .map(|e| e["i9Status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            "Section 1 Incomplete",
+            "Signed Sec 1",
+            "Signed Sec 2",
+            "Completed",
+            "Approved"
+        ]
+    );
+    let sequences: Vec<i64> = events
+        .iter()
+        .map(|e| e["sequence"].as_i64().unwrap())
+        .collect();
+    assert_eq!(sequences, [1, 2, 3, 4, 5]);
+    let first = &events[0];
+    assert_eq!(first["type"], "i9.created");
+    assert_eq!(first["previousI9Status"], Value::Null);
+    assert_eq!(first["integrationCandidateId"], "cand-cb-1");
+    assert_eq!(first["employeeId"], id);
+    assert_eq!(first["i9Id"], i9);
+    assert_eq!(first["i9NextStepDueDate"], "2026-11-05");
+    assert!(first["i9NextStep"].as_str().unwrap().contains("Section 1"));
+    assert_eq!(first["i9Url"], format!("{}/v1/i9s/{i9}", app.address));
+    assert_eq!(events[2]["previousI9Status"], "Signed Sec 1");
+    assert_eq!(
+        events[4]["i9NextStep"],
+        Value::Null,
+        "nothing follows approval"
+    );
+    // A tampered body does not verify.
+    let (headers, _) = receiver.received().remove(0);
+    let wh = standardwebhooks::Webhook::new(SECRET).unwrap();
+    assert!(wh.verify(b"{\"i9Status\":\"Approved\"}", &headers).is_err());
+    let attempts: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM callback_attempts WHERE http_status = 204")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(attempts, 5);
+}
+
+#[tokio::test]
+async fn a_failing_partner_gets_the_callback_later_with_every_attempt_recorded() {
+    let (app, receiver) = stack(true).await;
+    receiver.fail_next(2);
+    hire(&app, "cand-cb-2").await;
+    eventually("the callback arrives on the third attempt", || async {
+        receiver.received().len() == 1
+    })
+    .await;
+    assert_eq!(receiver.attempts(), 3);
+    let recorded: Vec<(Option<i32>, i32)> =
+        sqlx::query_as("SELECT http_status, duration_ms FROM callback_attempts ORDER BY id")
+            .fetch_all(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        recorded.iter().map(|r| r.0).collect::<Vec<_>>(),
+        [Some(503), Some(503), Some(204)]
+    );
+    assert!(recorded.iter().all(|r| r.1 >= 0));
+    let delivered: bool = sqlx::query_scalar("SELECT delivered_at IS NOT NULL FROM partner_events")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert!(delivered);
+}
+
+#[tokio::test]
+async fn a_partner_down_past_the_retry_budget_gets_a_dead_lettered_callback() {
+    let (app, receiver) = stack(true).await;
+    receiver.fail_next(1_000);
+    hire(&app, "cand-cb-3").await;
+    eventually("the callback is given up", || async {
+        sqlx::query_scalar::<_, bool>("SELECT dead_at IS NOT NULL FROM partner_events")
+            .fetch_optional(app.pool())
+            .await
+            .unwrap()
+            .unwrap_or(false)
+    })
+    .await;
+    assert_eq!(
+        receiver.attempts(),
+        3,
+        "the shortened budget: three attempts"
+    );
+    let attempts: i64 = sqlx::query_scalar("SELECT count(*) FROM callback_attempts")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(attempts, 3);
+}
+
+#[tokio::test]
+async fn a_callback_to_a_private_address_is_refused_unless_allowed() {
+    let (app, receiver) = stack(false).await;
+    hire(&app, "cand-cb-4").await;
+    eventually("the refusal is recorded", || async {
+        sqlx::query_scalar::<_, Option<String>>("SELECT error FROM callback_attempts")
+            .fetch_optional(app.pool())
+            .await
+            .unwrap()
+            .flatten()
+            .is_some_and(|e| e.contains("refused"))
+    })
+    .await;
+    eventually("the callback is dead", || async {
+        sqlx::query_scalar::<_, bool>("SELECT dead_at IS NOT NULL FROM partner_events")
+            .fetch_one(app.pool())
+            .await
+            .unwrap()
+    })
+    .await;
+    assert_eq!(receiver.attempts(), 0, "nothing was sent to 127.0.0.1");
+}
