@@ -25,6 +25,23 @@ enum Command {
     Seed { file: PathBuf },
     /// Print the OpenAPI document of the API.
     Openapi,
+    /// Partner status callbacks that were given up on.
+    #[command(subcommand)]
+    Callbacks(CallbackCommand),
+}
+
+#[derive(Subcommand)]
+enum CallbackCommand {
+    /// List dead-lettered callbacks: event, employee, sequence, attempts, last error.
+    Failed,
+    /// Send dead-lettered callbacks again: one event id, or --all.
+    Redeliver {
+        /// The event to redeliver.
+        event: Option<uuid::Uuid>,
+        /// Redeliver every dead-lettered callback.
+        #[arg(long, conflicts_with = "event")]
+        all: bool,
+    },
 }
 
 #[tokio::main]
@@ -62,6 +79,45 @@ async fn run() -> anyhow::Result<()> {
                     a.id,
                     a.outcome.as_str()
                 );
+            }
+        }
+        Command::Callbacks(cmd) => {
+            let config = Config::from_env()?;
+            let pool = db::connect(&config).await?;
+            match cmd {
+                CallbackCommand::Failed => {
+                    let failed = i9_common::events::failed(&pool).await?;
+                    if failed.is_empty() {
+                        println!("no failed callbacks");
+                    }
+                    for f in failed {
+                        println!(
+                            "{}  employee {:<6} seq {:<4} {:<18} attempts {:<3} dead {}  last: {}",
+                            f.id,
+                            f.employee_id,
+                            f.sequence,
+                            f.event_type,
+                            f.attempts,
+                            i9_common::domain::format_timestamp(f.dead_at),
+                            match (f.last_status, f.last_error) {
+                                (Some(s), _) => format!("HTTP {s}"),
+                                (None, Some(e)) => e,
+                                (None, None) => "-".into(),
+                            }
+                        );
+                    }
+                }
+                CallbackCommand::Redeliver { event, all } => {
+                    anyhow::ensure!(event.is_some() || all, "name an event id, or pass --all");
+                    let ids = i9_common::events::redeliver(&pool, event).await?;
+                    if event.is_some() && ids.is_empty() {
+                        anyhow::bail!("that event is not a failed callback");
+                    }
+                    for id in &ids {
+                        println!("redelivering {id}");
+                    }
+                    println!("{} callback(s) queued again", ids.len());
+                }
             }
         }
         Command::Openapi => {

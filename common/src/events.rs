@@ -84,3 +84,51 @@ pub async fn record_status_change(
     outbox::enqueue(tx, Job::PostStatusCallback { event_id: id }).await?;
     Ok(Some(id))
 }
+
+/// A callback that was given up on (dead-lettered) and not delivered.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct FailedCallback {
+    pub id: Uuid,
+    pub employee_id: i64,
+    pub sequence: i64,
+    pub event_type: String,
+    pub dead_at: chrono::DateTime<Utc>,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+    pub last_status: Option<i32>,
+}
+
+/// Every dead-lettered, undelivered callback, oldest first.
+pub async fn failed(pool: &sqlx::PgPool) -> Result<Vec<FailedCallback>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT ev.id, ev.employee_id, ev.sequence, ev.event_type, ev.dead_at,
+                (SELECT count(*) FROM callback_attempts a WHERE a.event_id = ev.id) AS attempts,
+                la.error AS last_error, la.http_status AS last_status
+         FROM partner_events ev
+         LEFT JOIN LATERAL (SELECT error, http_status FROM callback_attempts a
+                            WHERE a.event_id = ev.id ORDER BY a.id DESC LIMIT 1) la ON TRUE
+         WHERE ev.dead_at IS NOT NULL AND ev.delivered_at IS NULL
+         ORDER BY ev.dead_at, ev.id",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+/// Send dead-lettered callbacks again (`only` one, or all of them): each gets
+/// a fresh job and a fresh retry budget. Returns the ids redelivered.
+pub async fn redeliver(pool: &sqlx::PgPool, only: Option<Uuid>) -> Result<Vec<Uuid>, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let ids: Vec<Uuid> = sqlx::query_scalar(
+        "UPDATE partner_events SET dead_at = NULL
+         WHERE dead_at IS NOT NULL AND delivered_at IS NULL AND ($1::UUID IS NULL OR id = $1)
+         RETURNING id",
+    )
+    .bind(only)
+    .fetch_all(&mut *tx)
+    .await?;
+    for id in &ids {
+        outbox::enqueue(&mut tx, Job::PostStatusCallback { event_id: *id }).await?;
+    }
+    tx.commit().await?;
+    Ok(ids)
+}

@@ -25,6 +25,10 @@ struct Args {
     /// Jobs run at once per kind (the prefetch limit).
     #[arg(long, env = "WORKER_PREFETCH", default_value_t = 8)]
     prefetch: u16,
+    /// Attempts of a partner status callback before it is dead-lettered
+    /// (5 s, doubling, capped at 1 h between them: 30 is about a day).
+    #[arg(long, env = "CALLBACK_MAX_ATTEMPTS", default_value_t = 30)]
+    callback_max_attempts: u32,
     /// Do not run an outbox relay in this process.
     #[arg(long, env = "WORKER_NO_RELAY")]
     no_relay: bool,
@@ -68,6 +72,7 @@ async fn main() -> anyhow::Result<()> {
     });
     let mut worker_config = WorkerConfig::new(kinds, topology);
     worker_config.prefetch = args.prefetch.max(1);
+    worker_config.callback_retry.max_attempts = args.callback_max_attempts.max(1);
     let ctx = Context::new(config, pool)?;
     let worker = tokio::spawn(consumer::run(ctx, worker_config, stop_rx));
 
