@@ -67,7 +67,10 @@ pub fn router(state: AppState) -> Router {
             "/account/set-password/{token}",
             get(pages::set_password_form).post(pages::set_password),
         )
-        .route("/i9/section1/{token}", get(pages::section1))
+        .route(
+            "/i9/section1/{token}",
+            get(section1::show).post(section1::sign),
+        )
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))

@@ -11,6 +11,7 @@ pub mod openapi;
 pub mod pages;
 pub mod partners;
 pub mod roles;
+pub mod section1;
 pub mod users;
 
 use axum::{extract::FromRequestParts, http::request::Parts};

@@ -12,7 +12,7 @@ use i9_common::crypto::{hash_password, token_hash};
 
 use crate::{error::ApiError, state::AppState};
 
-fn escape(s: &str) -> String {
+pub(crate) fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -21,14 +21,21 @@ fn escape(s: &str) -> String {
 }
 
 fn page(status: StatusCode, title: &str, body: &str) -> Response {
+    page_lang(status, "en", title, body)
+}
+
+/// A page in `lang` (`en` or `es`).
+pub(crate) fn page_lang(status: StatusCode, lang: &str, title: &str, body: &str) -> Response {
     let html = format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+        "<!doctype html><html lang=\"{lang}\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <meta name=\"referrer\" content=\"no-referrer\">\
          <title>{t}</title>\
          <style>body{{font-family:system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem;line-height:1.5}}\
          label{{display:block;margin-top:1rem;font-weight:600}}input{{font-size:1rem;padding:.4rem;width:100%;box-sizing:border-box}}\
-         .error{{color:#a40000}}button{{margin-top:1.5rem;font-size:1rem;padding:.5rem 1.2rem}}</style>\
+         .error{{color:#a40000;font-weight:600}}.hint{{color:#444;margin:.2rem 0}}\
+         .summary{{border:2px solid #a40000;padding:.5rem 1rem;margin:1rem 0}}fieldset{{margin-top:1rem}}\
+         fieldset label{{font-weight:400}}input[type=radio],input[type=checkbox]{{width:auto}}button{{margin-top:1.5rem;font-size:1rem;padding:.5rem 1.2rem}}</style>\
          </head><body><main><h1>{t}</h1>{body}</main></body></html>",
         t = escape(title)
     );
@@ -53,7 +60,7 @@ async fn password_token(state: &AppState, token: &str) -> Result<Option<(i64, St
     .await?)
 }
 
-fn invalid_link() -> Response {
+pub(crate) fn invalid_link() -> Response {
     page(
         StatusCode::NOT_FOUND,
         "This link does not work",
@@ -172,37 +179,4 @@ pub async fn set_password(
             escape(&login)
         ),
     ))
-}
-
-/// The Section 1 link: for now it tells the employee whether the I-9 is ready.
-pub async fn section1(
-    State(state): State<AppState>,
-    Path(token): Path<String>,
-) -> Result<Response, ApiError> {
-    let row: Option<(Option<i64>, Option<String>, String)> = sqlx::query_as(
-        "SELECT r.i9_id, i.status, e.first_name FROM i9_requests r
-         JOIN employees e ON e.id = r.employee_id
-         LEFT JOIN i9s i ON i.id = r.i9_id
-         WHERE r.section1_token_hash = $1 AND r.section1_used_at IS NULL AND r.section1_expires_at > now()",
-    )
-    .bind(token_hash(&token))
-    .fetch_optional(&state.pool)
-    .await?;
-    Ok(match row {
-        None => invalid_link(),
-        Some((None, _, name)) => page(
-            StatusCode::OK,
-            "Your Form I-9 is being prepared",
-            &format!("<p>{}, your Form I-9 is being prepared. Reload this page in a moment.</p>", escape(&name)),
-        ),
-        Some((Some(_), status, name)) => page(
-            StatusCode::OK,
-            "Section 1 of your Form I-9",
-            &format!(
-                "<p>{}, your Form I-9 is ready (status: {}). The Section 1 form opens on this page.</p>",
-                escape(&name),
-                escape(status.as_deref().unwrap_or("")),
-            ),
-        ),
-    })
 }
