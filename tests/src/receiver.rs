@@ -17,6 +17,8 @@ struct Shared {
 
 pub struct Receiver {
     pub url: String,
+    /// A page of the partner's, to return employees to.
+    pub return_url: String,
     shared: Shared,
 }
 
@@ -43,12 +45,22 @@ impl Receiver {
         let port = listener.local_addr().expect("addr").port();
         let app = Router::new()
             .route("/i9-status", post(hook))
+            // Where the partner sends employees back after Section 1.
+            .route(
+                "/done",
+                axum::routing::get(|| async {
+                    axum::response::Html(
+                        "<!doctype html><title>ATS</title><h1>Back at the ATS</h1>",
+                    )
+                }),
+            )
             .with_state(shared.clone());
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
         Self {
             url: format!("http://127.0.0.1:{port}/i9-status"),
+            return_url: format!("http://127.0.0.1:{port}/done"),
             shared,
         }
     }

@@ -162,12 +162,17 @@ async fn every_status_change_reaches_the_partner_signed_and_in_sequence() {
     let (headers, _) = receiver.received().remove(0);
     let wh = standardwebhooks::Webhook::new(SECRET).unwrap();
     assert!(wh.verify(b"{\"i9Status\":\"Approved\"}", &headers).is_err());
-    let attempts: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM callback_attempts WHERE http_status = 204")
-            .fetch_one(app.pool())
-            .await
-            .unwrap();
-    assert_eq!(attempts, 5);
+    // The worker records each attempt once the partner has answered.
+    eventually("five delivered attempts are recorded", || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM callback_attempts WHERE http_status = 204",
+        )
+        .fetch_one(app.pool())
+        .await
+        .unwrap()
+            == 5
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -180,6 +185,13 @@ async fn a_failing_partner_gets_the_callback_later_with_every_attempt_recorded()
     })
     .await;
     assert_eq!(receiver.attempts(), 3);
+    eventually("the delivery is recorded", || async {
+        sqlx::query_scalar::<_, bool>("SELECT delivered_at IS NOT NULL FROM partner_events")
+            .fetch_one(app.pool())
+            .await
+            .unwrap()
+    })
+    .await;
     let recorded: Vec<(Option<i32>, i32)> =
         sqlx::query_as("SELECT http_status, duration_ms FROM callback_attempts ORDER BY id")
             .fetch_all(app.pool())
