@@ -13,6 +13,7 @@ struct Shared {
     received: Arc<Mutex<Vec<(HeaderMap, Bytes)>>>,
     attempts: Arc<AtomicUsize>,
     fail_next: Arc<AtomicUsize>,
+    gone: Arc<std::sync::atomic::AtomicBool>,
 }
 
 pub struct Receiver {
@@ -24,6 +25,9 @@ pub struct Receiver {
 
 async fn hook(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> StatusCode {
     s.attempts.fetch_add(1, Ordering::SeqCst);
+    if s.gone.load(Ordering::SeqCst) {
+        return StatusCode::GONE;
+    }
     if s.fail_next
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
         .is_ok()
@@ -77,6 +81,11 @@ impl Receiver {
     /// Requests seen, failed ones included.
     pub fn attempts(&self) -> usize {
         self.shared.attempts.load(Ordering::SeqCst)
+    }
+
+    /// Answer 410 Gone from now on.
+    pub fn go_away(&self) {
+        self.shared.gone.store(true, Ordering::SeqCst);
     }
 
     /// Answer 503 to the next `n` requests.

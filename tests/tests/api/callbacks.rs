@@ -256,3 +256,25 @@ async fn a_callback_to_a_private_address_is_refused_unless_allowed() {
     .await;
     assert_eq!(receiver.attempts(), 0, "nothing was sent to 127.0.0.1");
 }
+
+#[tokio::test]
+async fn a_410_from_the_partner_stops_the_retries() {
+    let (app, receiver) = stack(true).await;
+    receiver.go_away();
+    hire(&app, "cand-cb-5").await;
+    eventually("the callback is given up after one attempt", || async {
+        sqlx::query_scalar::<_, bool>("SELECT dead_at IS NOT NULL FROM partner_events")
+            .fetch_optional(app.pool())
+            .await
+            .unwrap()
+            .unwrap_or(false)
+    })
+    .await;
+    assert_eq!(receiver.attempts(), 1);
+    let statuses: Vec<Option<i32>> =
+        sqlx::query_scalar("SELECT http_status FROM callback_attempts")
+            .fetch_all(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(statuses, [Some(410)]);
+}
