@@ -207,3 +207,34 @@ async fn the_form_speaks_spanish_and_checks_what_each_attestation_needs() {
             .unwrap();
     assert_eq!(exp.map(|d| d.to_string()).as_deref(), Some("2031-01-31"));
 }
+
+#[tokio::test]
+async fn an_expired_link_does_not_open_the_form() {
+    let app = spawn(
+        Stack {
+            jobs: true,
+            ..Stack::default()
+        },
+        |_| {},
+    )
+    .await;
+    let (_, link) = hire(&app, "cand-late", 1).await;
+    assert_eq!(app.http.get(&link).send().await.unwrap().status(), 200);
+    sqlx::query("UPDATE i9_requests SET section1_expires_at = now() - interval '1 second'")
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let r = app.http.get(&link).send().await.unwrap();
+    assert_eq!(r.status(), 404);
+    assert!(r.text().await.unwrap().contains("expired"));
+    assert_eq!(
+        app.http
+            .post(&link)
+            .form(&good_form())
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        404
+    );
+}
