@@ -127,6 +127,42 @@ pub async fn claim(
     }
 }
 
+/// Finish a create: keep the answer for `key` (if any) in the write's
+/// transaction, commit it, and answer 201 with `Location`.
+pub async fn created<T: serde::Serialize>(
+    tx: Option<sqlx::Transaction<'_, sqlx::Postgres>>,
+    user_id: i64,
+    key: Option<&str>,
+    location: String,
+    value: &T,
+) -> Result<Response, ApiError> {
+    let body = Bytes::from(serde_json::to_vec(value).map_err(|e| ApiError::Internal(e.into()))?);
+    if let Some(mut tx) = tx {
+        if let Some(key) = key {
+            save(
+                &mut tx,
+                user_id,
+                key,
+                StatusCode::CREATED,
+                Some(&location),
+                &body,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+    }
+    let mut response = (
+        StatusCode::CREATED,
+        [(header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response();
+    if let Ok(v) = HeaderValue::from_str(&location) {
+        response.headers_mut().insert(header::LOCATION, v);
+    }
+    Ok(response)
+}
+
 /// Store the response of the request that claimed `key`, in its transaction.
 pub async fn save(
     tx: &mut PgConnection,

@@ -9,7 +9,7 @@
 use axum::{
     body::Bytes,
     extract::State,
-    http::{header, HeaderMap, HeaderValue, StatusCode},
+    http::HeaderMap,
     response::{IntoResponse, Response},
 };
 use chrono::NaiveDate;
@@ -20,8 +20,8 @@ use uuid::Uuid;
 use super::employees::{
     input::Operation,
     write::{
-        check_references, check_unique, has_open_i9, parse_body, request_i9, set_columns,
-        unique_violation,
+        check_references, check_unique, has_open_i9, parse_body, push_insert, request_i9,
+        set_columns, unique_violation,
     },
 };
 use crate::{
@@ -145,33 +145,14 @@ pub async fn section1(
     let (id, action) = match existing {
         None => {
             check_unique(&mut tx, &state, &input, None).await?;
-            let mut insert = sqlx::QueryBuilder::<sqlx::Postgres>::new("INSERT INTO employees (");
-            let mut cols = insert.separated(", ");
-            for (c, _) in &input.columns {
-                cols.push(*c);
-            }
-            insert.push(") VALUES (");
-            let mut vals = insert.separated(", ");
-            for (_, v) in &input.columns {
-                match v {
-                    super::employees::input::ColumnValue::Text(t) => vals.push_bind(t.clone()),
-                    super::employees::input::ColumnValue::Date(d) => vals.push_bind(*d),
-                    super::employees::input::ColumnValue::Int(i) => vals.push_bind(*i),
-                    super::employees::input::ColumnValue::SmallInt(i) => vals.push_bind(*i),
-                };
-            }
-            insert.push(") RETURNING id");
+            let mut insert = sqlx::QueryBuilder::<sqlx::Postgres>::new("");
+            push_insert(&mut insert, &state, &input);
+            insert.push(" RETURNING id");
             let id: i64 = insert
                 .build_query_scalar()
                 .fetch_one(&mut *tx)
                 .await
                 .map_err(unique_violation)?;
-            // The SSN and any other column not in the insert list.
-            let ssn_only = super::employees::input::EmployeeInput {
-                ssn: input.ssn.clone(),
-                ..Default::default()
-            };
-            set_columns(&mut tx, &state, &ssn_only, id).await?;
             sqlx::query("INSERT INTO employment_periods (employee_id, start_date) VALUES ($1, $2)")
                 .bind(id)
                 .bind(start)
@@ -247,27 +228,5 @@ pub async fn section1(
         id,
         links: vec![Link::new("self", location.clone())],
     };
-    let body = Bytes::from(serde_json::to_vec(&answer).map_err(|e| ApiError::Internal(e.into()))?);
-    if let Some(key) = &key {
-        idempotency::save(
-            &mut tx,
-            caller.user_id,
-            key,
-            StatusCode::CREATED,
-            Some(&location),
-            &body,
-        )
-        .await?;
-    }
-    tx.commit().await?;
-    let mut response = (
-        StatusCode::CREATED,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response();
-    if let Ok(v) = HeaderValue::from_str(&location) {
-        response.headers_mut().insert(header::LOCATION, v);
-    }
-    Ok(response)
+    idempotency::created(Some(tx), caller.user_id, key.as_deref(), location, &answer).await
 }

@@ -8,7 +8,7 @@
 use axum::{
     body::Bytes,
     extract::State,
-    http::{header, HeaderMap, HeaderValue, StatusCode},
+    http::{header, HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
 use chrono::{NaiveDate, Utc};
@@ -145,19 +145,9 @@ pub async fn create(
     // constraints catch a missing reference or a duplicate; the error path
     // then finds out which (see `insert_error`).
     let request = input.i9.map(|wish| I9Request::new(&state, wish.remote));
-    let mut q = QueryBuilder::<Postgres>::new("WITH e AS (INSERT INTO employees (");
-    let mut cols = q.separated(", ");
-    for (c, _) in &input.columns {
-        cols.push(*c);
-    }
-    if input.ssn.is_some() {
-        cols.push("ssn_ciphertext")
-            .push("ssn_hash")
-            .push("ssn_last4");
-    }
-    q.push(") VALUES (");
-    push_values(&mut q, &state, &input);
-    q.push(") RETURNING *), p AS (INSERT INTO employment_periods (employee_id, start_date, terminated_date) SELECT id, ");
+    let mut q = QueryBuilder::<Postgres>::new("WITH e AS (");
+    push_insert(&mut q, &state, &input);
+    q.push(" RETURNING *), p AS (INSERT INTO employment_periods (employee_id, start_date, terminated_date) SELECT id, ");
     q.push_bind(input.start_date.flatten())
         .push(", ")
         .push_bind(input.terminated_date.flatten());
@@ -222,32 +212,14 @@ pub async fn create(
         format!("/v1/employees/{id}"),
     )];
     rec.i9_form_section1_link = request.map(|r| r.link);
-    let location = format!("/v1/employees/{id}");
-    let body = Bytes::from(serde_json::to_vec(&rec).map_err(|e| ApiError::Internal(e.into()))?);
-    if let Some(mut tx) = tx {
-        if let Some(key) = &key {
-            idempotency::save(
-                &mut tx,
-                caller.user_id,
-                key,
-                StatusCode::CREATED,
-                Some(&location),
-                &body,
-            )
-            .await?;
-        }
-        tx.commit().await?;
-    }
-    let mut response = (
-        StatusCode::CREATED,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
+    idempotency::created(
+        tx,
+        caller.user_id,
+        key.as_deref(),
+        format!("/v1/employees/{id}"),
+        &rec,
     )
-        .into_response();
-    if let Ok(v) = HeaderValue::from_str(&location) {
-        response.headers_mut().insert(header::LOCATION, v);
-    }
-    Ok(response)
+    .await
 }
 
 #[utoipa::path(
@@ -813,6 +785,23 @@ fn push_column(qb: &mut QueryBuilder<'_, Postgres>, v: &ColumnValue) {
         ColumnValue::Int(i) => qb.push_bind(*i),
         ColumnValue::SmallInt(i) => qb.push_bind(*i),
     };
+}
+
+/// `INSERT INTO employees (<the body's columns and SSN>) VALUES (...)`.
+pub fn push_insert(q: &mut QueryBuilder<'_, Postgres>, state: &AppState, input: &EmployeeInput) {
+    q.push("INSERT INTO employees (");
+    let mut cols = q.separated(", ");
+    for (c, _) in &input.columns {
+        cols.push(*c);
+    }
+    if input.ssn.is_some() {
+        cols.push("ssn_ciphertext")
+            .push("ssn_hash")
+            .push("ssn_last4");
+    }
+    q.push(") VALUES (");
+    push_values(q, state, input);
+    q.push(")");
 }
 
 fn push_values(qb: &mut QueryBuilder<'_, Postgres>, state: &AppState, input: &EmployeeInput) {
