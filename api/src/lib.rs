@@ -2,6 +2,7 @@
 
 pub mod audit;
 pub mod auth;
+pub mod body;
 pub mod error;
 pub mod format;
 pub mod idempotency;

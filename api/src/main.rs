@@ -23,30 +23,12 @@ async fn main() -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {addr}"))?;
     tracing::info!(%addr, "i9-api listening");
-    app.run(shutdown_signal()).await?;
+    // SIGTERM or Ctrl-C: stop accepting, finish in-flight requests.
+    app.run(i9_common::shutdown::signal()).await?;
     let _ = stop_tx.send(true);
     if let Some(r) = relay {
         let _ = r.await;
     }
     tracing::info!("i9-api stopped");
     Ok(())
-}
-
-/// SIGTERM or Ctrl-C: stop accepting, finish in-flight requests.
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! { _ = ctrl_c => {}, _ = terminate => {} }
 }

@@ -8,12 +8,14 @@ pub mod crypto;
 pub mod db;
 pub mod domain;
 pub mod events;
+pub mod html;
 pub mod jobs;
 pub mod links;
 pub mod outbox;
 pub mod relay;
 pub mod retry;
 pub mod seed;
+pub mod shutdown;
 pub mod telemetry;
 
 pub use config::Config;

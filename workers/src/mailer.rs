@@ -122,15 +122,6 @@ fn parse_smtp_url(url: &str) -> anyhow::Result<(Option<(String, String)>, String
     Ok((creds, host.to_owned(), port))
 }
 
-/// Escape text for HTML.
-pub fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

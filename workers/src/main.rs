@@ -76,7 +76,7 @@ async fn main() -> anyhow::Result<()> {
     let ctx = Context::new(config, pool)?;
     let worker = tokio::spawn(consumer::run(ctx, worker_config, stop_rx));
 
-    shutdown_signal().await;
+    i9_common::shutdown::signal().await;
     tracing::info!("stopping: finishing the jobs in hand");
     let _ = stop_tx.send(true);
     worker.await??;
@@ -85,21 +85,6 @@ async fn main() -> anyhow::Result<()> {
     }
     tracing::info!("i9-worker stopped");
     Ok(())
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! { _ = ctrl_c => {}, _ = terminate => {} }
 }
 
 #[cfg(test)]

@@ -148,21 +148,7 @@ fn body_object(headers: &HeaderMap, body: &[u8], optional: bool) -> ApiResult<Ma
     if optional && body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Map::new());
     }
-    let json = headers
-        .get(axum::http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"));
-    if !json {
-        return Err(ApiError::UnsupportedMediaType);
-    }
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(m)) => Ok(m),
-        _ => Err(ApiError::BadRequest {
-            detail: "The body must be a JSON object.".into(),
-            errors: vec![],
-        }),
-    }
+    crate::body::json_object(headers, body)
 }
 
 fn text(

@@ -10,15 +10,9 @@ use axum::{
 };
 use i9_common::crypto::{hash_password, token_hash};
 
-use crate::{error::ApiError, state::AppState};
+use i9_common::html::escape;
 
-pub(crate) fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
+use crate::{error::ApiError, state::AppState};
 
 fn page(status: StatusCode, title: &str, body: &str) -> Response {
     page_lang(status, "en", title, body)

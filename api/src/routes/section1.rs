@@ -17,10 +17,11 @@ use i9_common::{
     crypto::{token_hash, Purpose},
     domain::{parse_date, Ssn},
     events,
+    html::escape,
 };
 use serde::Deserialize;
 
-use super::pages::{escape, page_lang};
+use super::pages::page_lang;
 use crate::{error::ApiError, state::AppState};
 
 #[derive(Clone, Copy, PartialEq, Eq)]

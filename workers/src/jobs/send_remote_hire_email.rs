@@ -6,11 +6,10 @@
 use i9_common::{crypto::Purpose, links};
 use uuid::Uuid;
 
+use i9_common::html::escape;
+
 use super::{already_done, mark_done, JobError, JobResult};
-use crate::{
-    mailer::{escape, Email},
-    Context,
-};
+use crate::{mailer::Email, Context};
 
 pub const KIND: &str = "send_remote_hire_email";
 

@@ -8,7 +8,7 @@
 use axum::{
     body::Bytes,
     extract::State,
-    http::{header, HeaderMap, StatusCode},
+    http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
 use chrono::{NaiveDate, Utc};
@@ -400,22 +400,8 @@ pub async fn set_columns(
 }
 
 pub fn parse_body(headers: &HeaderMap, body: &[u8], op: Operation) -> ApiResult<EmployeeInput> {
-    let json = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|m| {
-            let m = m.trim().to_ascii_lowercase();
-            m == "application/json" || (m.starts_with("application/") && m.ends_with("+json"))
-        });
-    if !json {
-        return Err(ApiError::UnsupportedMediaType);
-    }
-    let value = input::json_object(body).map_err(|detail| ApiError::BadRequest {
-        detail: detail.into(),
-        errors: vec![],
-    })?;
-    input::parse(&value, op).map_err(ApiError::Validation)
+    let object = crate::body::json_object(headers, body)?;
+    input::parse(&serde_json::Value::Object(object), op).map_err(ApiError::Validation)
 }
 
 /// `locationId` and `legalEntity` must exist (422); the caller must see the group (403).
