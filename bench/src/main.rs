@@ -186,7 +186,13 @@ async fn delete_topology(url: &str, topology: &Topology) -> anyhow::Result<()> {
         .await
         .context("timed out connecting to RabbitMQ")??;
     let channel: lapin::Channel = conn.create_channel().await?;
-    topology.delete(&channel).await?;
+    // The delay queues of the worker's default policies (bench/src/ours.rs).
+    let waits = i9_workers::consumer::WorkerConfig::new(
+        i9_common::jobs::JobKind::ALL.to_vec(),
+        topology.clone(),
+    )
+    .waits();
+    topology.delete(&channel, &waits).await?;
     let _ = channel.close(200, "bench done").await;
     let _ = conn.close(200, "bench done").await;
     Ok(())

@@ -1,10 +1,17 @@
 //! The RabbitMQ topology, declared idempotently by every process at start:
 //! a direct exchange for jobs, a durable quorum queue per job kind with a
-//! delivery limit, and a dead-letter exchange and queue.
+//! delivery limit, a dead-letter exchange and queue, and (declared by the
+//! workers) the delay queues where failed jobs wait before their next attempt
+//! (docs/operations.md, "Retries").
 
 use anyhow::Context;
+use std::time::Duration;
+
 use lapin::{
-    options::{ExchangeDeclareOptions, QueueBindOptions, QueueDeclareOptions},
+    options::{
+        ExchangeDeclareOptions, ExchangeDeleteOptions, QueueBindOptions, QueueDeclareOptions,
+        QueueDeleteOptions,
+    },
     types::{AMQPValue, FieldTable},
     Channel, Connection, ConnectionProperties, ExchangeKind,
 };
@@ -14,14 +21,28 @@ use crate::jobs::JobKind;
 /// Deliveries of one job before RabbitMQ dead-letters it.
 pub const DELIVERY_LIMIT: i64 = 10;
 
-/// Delays a retried job can wait, each its own queue with a message TTL
-/// (one TTL per queue, so no message waits behind a longer one). A retry
-/// waits in the smallest bucket not shorter than its computed delay.
-pub const RETRY_BUCKETS_SECS: [u64; 8] = [1, 5, 15, 60, 300, 900, 1800, 3600];
+/// The header that counts a job's attempts across retries (1 on the first).
+pub const ATTEMPT_HEADER: &str = "i9-attempt";
+/// The attempt header of releases before the retry fix, still carried by
+/// jobs that were waiting in the old delay queues during an upgrade.
+pub const LEGACY_ATTEMPT_HEADER: &str = "x-i9-attempt";
+/// The header that routes a waiting job to the delay queue of its nominal
+/// wait, in milliseconds. Its name must not start with `x-`: a headers
+/// exchange ignores every such header when it matches, which once sent each
+/// retry to every delay queue at once.
+pub const DELAY_HEADER: &str = "i9-delay-ms";
 
-/// The header that counts a job's attempts across retries.
-pub const ATTEMPT_HEADER: &str = "x-i9-attempt";
-pub const BUCKET_HEADER: &str = "x-i9-retry-bucket";
+/// Headers of a job the worker dead-lettered (docs/operations.md, "Failed jobs").
+pub const DEAD_KIND_HEADER: &str = "i9-kind";
+pub const DEAD_ATTEMPT_HEADER: &str = ATTEMPT_HEADER;
+pub const DEAD_ERROR_HEADER: &str = "i9-error";
+pub const DEAD_AT_HEADER: &str = "i9-dead-at";
+pub const DEAD_REASON_HEADER: &str = "i9-reason";
+
+/// The delay queues of releases before the retry fix (`<prefix>.retry.<n>s`
+/// behind the headers exchange `<prefix>.retry`): removed at start-up, the
+/// queues once they are empty.
+const LEGACY_RETRY_BUCKETS_SECS: [u64; 8] = [1, 5, 15, 60, 300, 900, 1800, 3600];
 
 /// Names of the exchanges and queues. A prefix keeps test runs (and several
 /// deployments on one broker) apart.
@@ -57,20 +78,27 @@ impl Topology {
         format!("{}.{}", self.prefix, kind.name())
     }
 
-    /// A headers exchange that routes a failed job to the retry queue of its delay.
-    pub fn retry_exchange(&self) -> String {
-        format!("{}.retry", self.prefix)
+    /// The headers exchange that routes a waiting job to the delay queue of
+    /// its nominal wait ([`DELAY_HEADER`]).
+    pub fn delay_exchange(&self) -> String {
+        format!("{}.delay", self.prefix)
     }
 
-    /// The queue where jobs wait `secs` before going back to their own queue.
-    pub fn retry_queue(&self, secs: u64) -> String {
-        format!("{}.retry.{secs}s", self.prefix)
+    /// The queue where jobs wait about `nominal` (each for its own jittered
+    /// expiry) before going back to their own queue: `<prefix>.delay.5s`.
+    pub fn delay_queue(&self, nominal: Duration) -> String {
+        let ms = nominal.as_millis();
+        if ms.is_multiple_of(1000) {
+            format!("{}.delay.{}s", self.prefix, ms / 1000)
+        } else {
+            format!("{}.delay.{ms}ms", self.prefix)
+        }
     }
 
-    /// Every queue and exchange this topology declares (tests delete them).
-    pub fn all_queues(&self) -> Vec<String> {
+    /// Every queue this topology declares with these waits (tests delete them).
+    pub fn all_queues(&self, waits: &[Duration]) -> Vec<String> {
         let mut q: Vec<String> = JobKind::ALL.iter().map(|k| self.queue(*k)).collect();
-        q.extend(RETRY_BUCKETS_SECS.iter().map(|s| self.retry_queue(*s)));
+        q.extend(waits.iter().map(|w| self.delay_queue(*w)));
         q.push(self.dead_letter_queue());
         q
     }
@@ -78,36 +106,25 @@ impl Topology {
     pub fn all_exchanges(&self) -> Vec<String> {
         vec![
             self.jobs_exchange(),
-            self.retry_exchange(),
+            self.delay_exchange(),
             self.dead_letter_exchange(),
         ]
     }
 
+    /// Declare the jobs exchange, a queue per job kind, and the dead-letter
+    /// exchange and queue. Idempotent; every process does it at start.
     pub async fn declare(&self, channel: &Channel) -> anyhow::Result<()> {
-        let durable_exchange = ExchangeDeclareOptions {
-            durable: true,
-            ..Default::default()
-        };
-        let durable_queue = QueueDeclareOptions {
-            durable: true,
-            ..Default::default()
-        };
         channel
             .exchange_declare(
                 &self.dead_letter_exchange(),
                 ExchangeKind::Fanout,
-                durable_exchange,
+                durable_exchange(),
                 FieldTable::default(),
             )
             .await
             .context("declaring the dead-letter exchange")?;
-        let mut quorum = FieldTable::default();
-        quorum.insert(
-            "x-queue-type".into(),
-            AMQPValue::LongString("quorum".into()),
-        );
         channel
-            .queue_declare(&self.dead_letter_queue(), durable_queue, quorum.clone())
+            .queue_declare(&self.dead_letter_queue(), durable_queue(), quorum())
             .await
             .context("declaring the dead-letter queue")?;
         channel
@@ -124,13 +141,13 @@ impl Topology {
             .exchange_declare(
                 &self.jobs_exchange(),
                 ExchangeKind::Direct,
-                durable_exchange,
+                durable_exchange(),
                 FieldTable::default(),
             )
             .await
             .context("declaring the jobs exchange")?;
         for kind in JobKind::ALL {
-            let mut args = quorum.clone();
+            let mut args = quorum();
             args.insert(
                 "x-dead-letter-exchange".into(),
                 AMQPValue::LongString(self.dead_letter_exchange().as_str().into()),
@@ -141,7 +158,7 @@ impl Topology {
             );
             let queue = self.queue(kind);
             channel
-                .queue_declare(&queue, durable_queue, args)
+                .queue_declare(&queue, durable_queue(), args)
                 .await
                 .with_context(|| format!("declaring queue {queue}"))?;
             channel
@@ -154,43 +171,67 @@ impl Topology {
                 )
                 .await?;
         }
+        Ok(())
+    }
 
-        // Retries: jobs wait in a bucket queue until their TTL expires, then
-        // are dead-lettered back to the jobs exchange with their own routing key.
+    /// Declare the delay exchange and one delay queue per nominal wait.
+    ///
+    /// A job waits in exactly one queue: the binding matches [`DELAY_HEADER`]
+    /// to the queue's wait. Each job carries its own expiry (its jittered
+    /// wait, at most 1.5 × nominal); the queue's TTL of twice the nominal wait
+    /// only bounds a job published without one. On expiry RabbitMQ
+    /// dead-letters the job, at least once, back to the jobs exchange with
+    /// its routing key (its kind).
+    pub async fn declare_delays(
+        &self,
+        channel: &Channel,
+        waits: &[Duration],
+    ) -> anyhow::Result<()> {
         channel
             .exchange_declare(
-                &self.retry_exchange(),
+                &self.delay_exchange(),
                 ExchangeKind::Headers,
-                durable_exchange,
+                durable_exchange(),
                 FieldTable::default(),
             )
             .await
-            .context("declaring the retry exchange")?;
-        for secs in RETRY_BUCKETS_SECS {
-            let mut args = quorum.clone();
+            .context("declaring the delay exchange")?;
+        for wait in waits {
+            let ms = wait.as_millis().max(1);
+            let mut args = quorum();
             args.insert(
                 "x-message-ttl".into(),
-                AMQPValue::LongLongInt((secs * 1000) as i64),
+                AMQPValue::LongLongInt(i64::try_from(ms * 2).unwrap_or(i64::MAX)),
             );
             args.insert(
                 "x-dead-letter-exchange".into(),
                 AMQPValue::LongString(self.jobs_exchange().as_str().into()),
             );
-            let queue = self.retry_queue(secs);
+            // Dead-letter at least once (not the quorum default, at most once),
+            // which RabbitMQ allows only with reject-publish overflow.
+            args.insert(
+                "x-dead-letter-strategy".into(),
+                AMQPValue::LongString("at-least-once".into()),
+            );
+            args.insert(
+                "x-overflow".into(),
+                AMQPValue::LongString("reject-publish".into()),
+            );
+            let queue = self.delay_queue(*wait);
             channel
-                .queue_declare(&queue, durable_queue, args)
+                .queue_declare(&queue, durable_queue(), args)
                 .await
                 .with_context(|| format!("declaring queue {queue}"))?;
             let mut binding = FieldTable::default();
             binding.insert("x-match".into(), AMQPValue::LongString("all".into()));
             binding.insert(
-                BUCKET_HEADER.into(),
-                AMQPValue::LongString(format!("{secs}").as_str().into()),
+                DELAY_HEADER.into(),
+                AMQPValue::LongString(ms.to_string().as_str().into()),
             );
             channel
                 .queue_bind(
                     &queue,
-                    &self.retry_exchange(),
+                    &self.delay_exchange(),
                     "",
                     QueueBindOptions::default(),
                     binding,
@@ -200,29 +241,85 @@ impl Topology {
         Ok(())
     }
 
+    /// The header value that routes a job to the delay queue of `nominal`.
+    pub fn delay_header(nominal: Duration) -> AMQPValue {
+        AMQPValue::LongString(nominal.as_millis().max(1).to_string().as_str().into())
+    }
+
+    /// Remove the retry topology of releases before the retry fix, whose
+    /// bindings matched every delay at once: the exchange `<prefix>.retry`
+    /// (its bindings go with it) and each old delay queue once it is empty.
+    /// Jobs still waiting in an old queue go back to their own queue when
+    /// they expire, as before. Each step runs on a channel of its own, since
+    /// RabbitMQ closes the channel of a refused delete.
+    pub async fn remove_legacy(&self, connection: &Connection) {
+        let exchange = format!("{}.retry", self.prefix);
+        if let Ok(ch) = connection.create_channel().await {
+            if let Err(e) = ch
+                .exchange_delete(&exchange, ExchangeDeleteOptions::default())
+                .await
+            {
+                tracing::warn!(error = %e, %exchange, "could not remove the old retry exchange");
+            }
+            let _ = ch.close(200, "done").await;
+        }
+        for secs in LEGACY_RETRY_BUCKETS_SECS {
+            let queue = format!("{}.retry.{secs}s", self.prefix);
+            let Ok(ch) = connection.create_channel().await else {
+                return;
+            };
+            let options = QueueDeleteOptions {
+                if_empty: true,
+                ..QueueDeleteOptions::default()
+            };
+            match ch.queue_delete(&queue, options).await {
+                Ok(_) => {
+                    let _ = ch.close(200, "done").await;
+                }
+                Err(_) => {
+                    tracing::info!(%queue, "an old delay queue still holds jobs; it is removed at a later start once empty")
+                }
+            }
+        }
+    }
+
     /// Delete every queue and exchange of this topology (test clean-up).
-    pub async fn delete(&self, channel: &Channel) -> anyhow::Result<()> {
-        for q in self.all_queues() {
+    pub async fn delete(&self, channel: &Channel, waits: &[Duration]) -> anyhow::Result<()> {
+        for q in self.all_queues(waits) {
             channel
-                .queue_delete(&q, lapin::options::QueueDeleteOptions::default())
+                .queue_delete(&q, QueueDeleteOptions::default())
                 .await?;
         }
         for e in self.all_exchanges() {
             channel
-                .exchange_delete(&e, lapin::options::ExchangeDeleteOptions::default())
+                .exchange_delete(&e, ExchangeDeleteOptions::default())
                 .await?;
         }
         Ok(())
     }
 }
 
-/// The bucket for a delay: the smallest not shorter than `delay`, or the largest.
-pub fn retry_bucket(delay: std::time::Duration) -> u64 {
-    let secs = delay.as_secs_f64().ceil() as u64;
-    RETRY_BUCKETS_SECS
-        .into_iter()
-        .find(|b| *b >= secs)
-        .unwrap_or(RETRY_BUCKETS_SECS[RETRY_BUCKETS_SECS.len() - 1])
+fn durable_exchange() -> ExchangeDeclareOptions {
+    ExchangeDeclareOptions {
+        durable: true,
+        ..Default::default()
+    }
+}
+
+fn durable_queue() -> QueueDeclareOptions {
+    QueueDeclareOptions {
+        durable: true,
+        ..Default::default()
+    }
+}
+
+fn quorum() -> FieldTable {
+    let mut args = FieldTable::default();
+    args.insert(
+        "x-queue-type".into(),
+        AMQPValue::LongString("quorum".into()),
+    );
+    args
 }
 
 pub async fn connect(url: &str) -> anyhow::Result<Connection> {

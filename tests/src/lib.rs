@@ -12,6 +12,7 @@ use i9_api::Application;
 use i9_common::{
     amqp::Topology, crypto::DataCipher, db::MIGRATOR, relay, retry::RetryPolicy, seed, Config,
 };
+use i9_workers::consumer::WorkerConfig;
 use serde_json::Value;
 use sqlx::{postgres::PgPoolOptions, Connection, Executor, PgConnection, PgPool};
 use tokio::sync::watch;
@@ -135,6 +136,8 @@ pub struct TestApp {
     pub topology: Topology,
     pub smtp: Option<TestSmtp>,
     pub proxy: Option<TcpProxy>,
+    /// Delay queues that workers of this test may have declared (removed at the end).
+    waits: std::sync::Mutex<Vec<Duration>>,
     stop: watch::Sender<bool>,
     worker: Option<tokio::task::JoinHandle<anyhow::Result<()>>>,
     // Dropped last: the database outlives the tasks using it.
@@ -217,6 +220,7 @@ pub async fn spawn(stack: Stack, configure: impl FnOnce(&mut Config)) -> TestApp
             worker = Some(start_worker(&config, &db.pool, &topology, stop_rx.clone()));
         }
     }
+    let waits = test_worker_config(&topology).waits();
     TestApp {
         address: public,
         port,
@@ -229,25 +233,19 @@ pub async fn spawn(stack: Stack, configure: impl FnOnce(&mut Config)) -> TestApp
         topology,
         smtp,
         proxy,
+        waits: std::sync::Mutex::new(waits),
         stop,
         worker,
         db,
     }
 }
 
-/// A worker serving every job kind, with a short retry policy.
-pub fn start_worker(
-    config: &Config,
-    pool: &PgPool,
-    topology: &Topology,
-    stop: watch::Receiver<bool>,
-) -> tokio::task::JoinHandle<anyhow::Result<()>> {
-    let ctx = i9_workers::Context::new(config.clone(), pool.clone()).expect("worker context");
-    let mut wc = i9_workers::consumer::WorkerConfig::new(
-        i9_common::jobs::JobKind::ALL.to_vec(),
-        topology.clone(),
-    );
-    // One job at a time per kind: a test can tell a job was handled once a later one of the same kind is.
+/// The worker configuration of the tests: every job kind, one job at a time
+/// per kind (a test can tell a job was handled once a later one of the same
+/// kind is), and short retry policies: four attempts of a job, three of a
+/// callback, a second apart.
+pub fn test_worker_config(topology: &Topology) -> WorkerConfig {
+    let mut wc = WorkerConfig::new(i9_common::jobs::JobKind::ALL.to_vec(), topology.clone());
     wc.prefetch = 1;
     wc.retry = RetryPolicy {
         max_attempts: 4,
@@ -255,11 +253,30 @@ pub fn start_worker(
         cap: Duration::from_secs(1),
         jitter: 0.0,
     };
-    // The callback budget, shortened: three attempts a second apart.
     wc.callback_retry = RetryPolicy {
         max_attempts: 3,
         ..wc.retry
     };
+    wc
+}
+
+/// A worker with the tests' configuration.
+pub fn start_worker(
+    config: &Config,
+    pool: &PgPool,
+    topology: &Topology,
+    stop: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<anyhow::Result<()>> {
+    run_worker(config, pool, test_worker_config(topology), stop)
+}
+
+pub fn run_worker(
+    config: &Config,
+    pool: &PgPool,
+    wc: WorkerConfig,
+    stop: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<anyhow::Result<()>> {
+    let ctx = i9_workers::Context::new(config.clone(), pool.clone()).expect("worker context");
     tokio::spawn(i9_workers::consumer::run(ctx, wc, stop))
 }
 
@@ -273,6 +290,7 @@ impl Drop for TestApp {
             return; // no relay or worker declared anything
         }
         let topology = self.topology.clone();
+        let waits = self.waits.lock().map(|w| w.clone()).unwrap_or_default();
         // Remove this test's queues and exchanges from the shared broker.
         let _ = std::thread::spawn(move || {
             if let Ok(rt) = tokio::runtime::Builder::new_current_thread()
@@ -282,7 +300,7 @@ impl Drop for TestApp {
                 rt.block_on(async {
                     if let Ok(conn) = i9_common::amqp::connect(&amqp_url()).await {
                         if let Ok(ch) = conn.create_channel().await {
-                            let _ = topology.delete(&ch).await;
+                            let _ = topology.delete(&ch, &waits).await;
                         }
                         let _ = conn.close(200, "test done").await;
                     }
@@ -300,6 +318,21 @@ impl TestApp {
 
     pub fn smtp(&self) -> &TestSmtp {
         self.smtp.as_ref().expect("spawned with an SMTP server")
+    }
+
+    /// Start a worker of this test's own configuration (its delay queues are
+    /// removed at the end with the rest).
+    pub fn start_worker_with(
+        &self,
+        wc: WorkerConfig,
+        stop: watch::Receiver<bool>,
+    ) -> tokio::task::JoinHandle<anyhow::Result<()>> {
+        if let Ok(mut w) = self.waits.lock() {
+            w.extend(wc.waits());
+            w.sort();
+            w.dedup();
+        }
+        run_worker(&self.config, self.pool(), wc, stop)
     }
 
     /// A receiver that turns true when the test ends (for tasks a test starts itself).

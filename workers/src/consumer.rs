@@ -1,14 +1,20 @@
 //! Consuming jobs: a supervised RabbitMQ connection, one channel and consumer
-//! per job kind served, manual acks with a prefetch limit, retries through the
-//! delay queues, dead-lettering of fatal and exhausted jobs, and a drain of
-//! in-flight jobs on shutdown.
+//! per job kind served, manual acks with a prefetch limit, and the settling of
+//! each delivery: done (ack), retried later (one copy parked in the delay
+//! queue of its wait, then ack), or dead-lettered (published to the
+//! dead-letter exchange with why, then ack). On shutdown the consumers are
+//! cancelled and the jobs in hand finish. docs/operations.md ("Retries",
+//! "Failed jobs") describes the schedule and the dead-letter queue.
 
 use std::time::Duration;
 
 use anyhow::{anyhow, Context as _};
 use futures_util::StreamExt;
 use i9_common::{
-    amqp::{self, retry_bucket, Topology, ATTEMPT_HEADER, BUCKET_HEADER},
+    amqp::{
+        self, Topology, ATTEMPT_HEADER, DEAD_ATTEMPT_HEADER, DEAD_AT_HEADER, DEAD_ERROR_HEADER,
+        DEAD_KIND_HEADER, DEAD_REASON_HEADER, DELAY_HEADER, LEGACY_ATTEMPT_HEADER,
+    },
     jobs::{Envelope, JobKind},
     retry::RetryPolicy,
 };
@@ -16,11 +22,11 @@ use lapin::{
     message::Delivery,
     options::{
         BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicPublishOptions,
-        BasicQosOptions, BasicRejectOptions, ConfirmSelectOptions,
+        BasicQosOptions, BasicRejectOptions, ConfirmSelectOptions, QueueDeclareOptions,
     },
     publisher_confirm::Confirmation,
-    types::{AMQPValue, FieldTable},
-    BasicProperties, Channel,
+    types::{AMQPValue, FieldTable, ShortString},
+    BasicProperties, Channel, Connection,
 };
 use tokio::sync::watch;
 
@@ -38,8 +44,10 @@ pub struct WorkerConfig {
     pub retry: RetryPolicy,
     /// The retry policy of partner status callbacks (about a day).
     pub callback_retry: RetryPolicy,
-    /// Limit on acks, rejects and retry publishes.
+    /// Limit on acks, rejects and the publishes that park or dead-letter a job.
     pub io_timeout: Duration,
+    /// How often to look for job kinds that no worker consumes.
+    pub consumer_check: Duration,
 }
 
 impl WorkerConfig {
@@ -51,7 +59,28 @@ impl WorkerConfig {
             retry: RetryPolicy::JOBS,
             callback_retry: RetryPolicy::CALLBACKS,
             io_timeout: Duration::from_secs(10),
+            consumer_check: Duration::from_secs(60),
         }
+    }
+
+    pub fn policy(&self, kind: JobKind) -> &RetryPolicy {
+        if kind == JobKind::PostStatusCallback {
+            &self.callback_retry
+        } else {
+            &self.retry
+        }
+    }
+
+    /// The nominal waits of every policy this worker follows: its delay queues.
+    pub fn waits(&self) -> Vec<Duration> {
+        let mut waits: Vec<Duration> = self
+            .kinds
+            .iter()
+            .flat_map(|k| self.policy(*k).waits())
+            .collect();
+        waits.sort();
+        waits.dedup();
+        waits
     }
 }
 
@@ -78,59 +107,120 @@ pub async fn run(
                 continue;
             }
         };
-        backoff = Duration::from_millis(200);
-        let setup = async {
-            let ch = connection.create_channel().await?;
-            config.topology.declare(&ch).await?;
-            let mut tasks = tokio::task::JoinSet::new();
-            for kind in &config.kinds {
-                let channel = connection.create_channel().await?;
-                channel
-                    .confirm_select(ConfirmSelectOptions::default())
-                    .await?;
-                channel
-                    .basic_qos(config.prefetch, BasicQosOptions::default())
-                    .await?;
-                tasks.spawn(consume(
-                    ctx.clone(),
-                    config.clone(),
-                    channel,
-                    *kind,
-                    shutdown.clone(),
-                ));
-            }
-            anyhow::Ok(tasks)
-        };
-        let mut tasks = match setup.await {
+        let mut tasks = match start_consumers(&ctx, &config, &connection, &shutdown).await {
             Ok(t) => t,
             Err(e) => {
-                tracing::warn!(error = %e, "worker setup failed; reconnecting");
+                tracing::warn!(error = %format!("{e:#}"), ?backoff, "worker setup failed; reconnecting");
+                let _ = connection.close(200, "setup failed").await;
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = shutdown.changed() => return Ok(()),
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(10));
                 continue;
             }
         };
+        backoff = Duration::from_millis(200);
         tracing::info!(kinds = ?config.kinds.iter().map(|k| k.name()).collect::<Vec<_>>(), "worker consuming");
-        // Each consumer ends on shutdown (after draining) or when the connection fails.
+        let watchdog = match connection.create_channel().await {
+            Ok(ch) => Some(tokio::spawn(warn_unconsumed(
+                ch,
+                config.topology.clone(),
+                config.consumer_check,
+            ))),
+            Err(_) => None,
+        };
+        // Each consumer ends on shutdown (after draining) or when its channel
+        // fails. On a failure, close the connection so that every consumer
+        // ends, and let the jobs in hand finish: a job that has taken effect
+        // records it, and its redelivery is then skipped.
         let mut failed = false;
         while let Some(result) = tasks.join_next().await {
-            match result {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    tracing::warn!(error = %e, "consumer stopped; reconnecting");
-                    failed = true;
-                    break;
-                }
-                Err(e) => {
-                    tracing::error!(error = %e, "consumer task failed");
-                    failed = true;
-                    break;
-                }
+            let error = match result {
+                Ok(Ok(())) => continue,
+                Ok(Err(e)) => format!("{e:#}"),
+                Err(e) => format!("consumer task failed: {e}"),
+            };
+            if !failed {
+                tracing::warn!(%error, "consumer stopped; reconnecting once the jobs in hand finish");
+                failed = true;
+                let _ = connection.close(320, "reconnecting").await;
             }
         }
-        tasks.abort_all();
+        if let Some(w) = watchdog {
+            w.abort();
+        }
         let _ = connection.close(200, "worker stopping").await;
         if !failed {
             return Ok(());
         }
+    }
+}
+
+async fn start_consumers(
+    ctx: &Context,
+    config: &WorkerConfig,
+    connection: &Connection,
+    shutdown: &watch::Receiver<bool>,
+) -> anyhow::Result<tokio::task::JoinSet<anyhow::Result<()>>> {
+    let ch = connection.create_channel().await?;
+    config.topology.declare(&ch).await?;
+    config.topology.declare_delays(&ch, &config.waits()).await?;
+    let _ = ch.close(200, "declared").await;
+    config.topology.remove_legacy(connection).await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for kind in &config.kinds {
+        let channel = connection.create_channel().await?;
+        channel
+            .confirm_select(ConfirmSelectOptions::default())
+            .await?;
+        channel
+            .basic_qos(config.prefetch, BasicQosOptions::default())
+            .await?;
+        tasks.spawn(consume(
+            ctx.clone(),
+            config.clone(),
+            channel,
+            *kind,
+            shutdown.clone(),
+        ));
+    }
+    Ok(tasks)
+}
+
+/// Warn, now and then, about job kinds whose queue no worker consumes: their
+/// jobs would wait there for ever (e.g. a `WORKER_KINDS` that leaves one out).
+async fn warn_unconsumed(channel: Channel, topology: Topology, every: Duration) {
+    // Let the other workers of a deployment start first.
+    tokio::time::sleep(Duration::from_secs(5).min(every)).await;
+    let mut warned = std::collections::HashSet::new();
+    loop {
+        for kind in JobKind::ALL {
+            let queue = topology.queue(kind);
+            let passive = QueueDeclareOptions {
+                passive: true,
+                ..QueueDeclareOptions::default()
+            };
+            let Ok(q) = channel
+                .queue_declare(&queue, passive, FieldTable::default())
+                .await
+            else {
+                return; // the connection is going; the next one checks again
+            };
+            if q.consumer_count() == 0 {
+                if warned.insert(kind) {
+                    tracing::warn!(
+                        kind = kind.name(),
+                        %queue,
+                        waiting = q.message_count(),
+                        "no worker consumes this job kind: its jobs wait until one does (WORKER_KINDS)"
+                    );
+                }
+            } else if warned.remove(&kind) {
+                tracing::info!(kind = kind.name(), "a worker consumes this job kind again");
+            }
+        }
+        tokio::time::sleep(every).await;
     }
 }
 
@@ -186,11 +276,12 @@ async fn consume(
     }
 }
 
+/// The attempt a delivery carries: 1 for a job fresh from the outbox.
 fn attempt_of(d: &Delivery) -> u32 {
-    d.properties
-        .headers()
-        .as_ref()
-        .and_then(|h| h.inner().get(ATTEMPT_HEADER).cloned())
+    let headers = d.properties.headers().as_ref();
+    [ATTEMPT_HEADER, LEGACY_ATTEMPT_HEADER]
+        .iter()
+        .find_map(|name| headers.and_then(|h| h.inner().get(*name)).cloned())
         .and_then(|v| match v {
             AMQPValue::LongLongInt(n) => u32::try_from(n).ok(),
             AMQPValue::LongInt(n) => u32::try_from(n).ok(),
@@ -198,9 +289,22 @@ fn attempt_of(d: &Delivery) -> u32 {
             _ => None,
         })
         .unwrap_or(1)
+        .max(1)
 }
 
-/// Handle one delivery and settle it: ack, retry later, or dead-letter.
+/// What to do with a delivery once its handler has run.
+enum Settle {
+    Done,
+    Retry {
+        error: anyhow::Error,
+    },
+    Dead {
+        reason: &'static str,
+        error: anyhow::Error,
+    },
+}
+
+/// Handle one delivery and settle it: ack, park for a retry, or dead-letter.
 async fn process(
     ctx: &Context,
     config: &WorkerConfig,
@@ -209,6 +313,7 @@ async fn process(
     d: Delivery,
 ) -> anyhow::Result<()> {
     let attempt = attempt_of(&d);
+    let policy = config.policy(kind);
     let env = Envelope::decode(&d.data);
     let outcome = match &env {
         Err(e) => Err(JobError::Fatal(anyhow!("{e}"))),
@@ -219,111 +324,178 @@ async fn process(
         ))),
         Ok(env) => jobs::handle(ctx, env).await,
     };
-    let policy = if kind == JobKind::PostStatusCallback {
-        &config.callback_retry
-    } else {
-        &config.retry
+    let job_id = env
+        .as_ref()
+        .map(|e| e.job_id.to_string())
+        .unwrap_or_default();
+    let settle = match outcome {
+        Ok(()) => Settle::Done,
+        Err(JobError::Fatal(error)) => Settle::Dead {
+            reason: "fatal",
+            error,
+        },
+        Err(JobError::Retryable(error)) if policy.exhausted(attempt) => Settle::Dead {
+            reason: "exhausted",
+            error,
+        },
+        Err(JobError::Retryable(error)) => Settle::Retry { error },
     };
-    let dead = matches!(&outcome, Err(JobError::Fatal(_)))
-        || (matches!(&outcome, Err(JobError::Retryable(_))) && policy.exhausted(attempt));
-    if dead {
-        if let Ok(env) = &env {
-            jobs::on_dead_letter(ctx, env).await;
-        }
+    if let (Settle::Dead { .. }, Ok(env)) = (&settle, &env) {
+        jobs::on_dead_letter(ctx, env).await;
     }
     let io = config.io_timeout;
-    let timed = |what: &'static str| {
-        move |r: Result<Result<(), lapin::Error>, tokio::time::error::Elapsed>| match r {
-            Ok(r) => r.map_err(|e| anyhow!("{what}: {e}")),
-            Err(_) => Err(anyhow!("{what} timed out")),
+    let parked = match &settle {
+        Settle::Done => Ok(()),
+        Settle::Retry { error } => {
+            let wait = policy.delay(attempt);
+            let nominal = policy.nominal(attempt);
+            tracing::warn!(kind = kind.name(), %job_id, attempt, retry_in_ms = wait.as_millis() as u64, error = %format!("{error:#}"), "job failed; will retry");
+            let headers = retry_headers(&d, attempt + 1, nominal);
+            let props = job_properties(&d, headers)
+                .with_expiration(ShortString::from(wait.as_millis().max(1).to_string()));
+            publish(
+                channel,
+                &config.topology.delay_exchange(),
+                kind,
+                &d.data,
+                props,
+                io,
+            )
+            .await
+        }
+        Settle::Dead { reason, error } => {
+            let error = format!("{error:#}");
+            tracing::error!(kind = kind.name(), %job_id, attempt, reason, %error, "job failed for good; dead-lettering it");
+            let props = job_properties(&d, dead_headers(kind, attempt, reason, &error));
+            publish(
+                channel,
+                &config.topology.dead_letter_exchange(),
+                kind,
+                &d.data,
+                props,
+                io,
+            )
+            .await
         }
     };
-    match outcome {
-        Ok(()) => {
-            timed("ack")(tokio::time::timeout(io, d.acker.ack(BasicAckOptions::default())).await)
-        }
-        Err(JobError::Fatal(e)) => {
-            tracing::error!(kind = kind.name(), error = %format!("{e:#}"), "job failed for good; dead-lettering it");
-            timed("reject")(
-                tokio::time::timeout(io, d.acker.reject(BasicRejectOptions { requeue: false }))
+    match parked {
+        Ok(()) => timed(
+            "ack",
+            tokio::time::timeout(io, d.acker.ack(BasicAckOptions::default())).await,
+        ),
+        Err(err) => {
+            // Could not park it: hand it back (RabbitMQ's delivery limit bounds
+            // this, and dead-letters it past the limit).
+            tracing::warn!(kind = kind.name(), %job_id, error = %format!("{err:#}"), "could not park the job; requeueing it");
+            timed(
+                "reject",
+                tokio::time::timeout(io, d.acker.reject(BasicRejectOptions { requeue: true }))
                     .await,
             )
-        }
-        Err(JobError::Retryable(e)) if policy.exhausted(attempt) => {
-            tracing::error!(kind = kind.name(), attempt, error = %format!("{e:#}"), "job failed on its last attempt; dead-lettering it");
-            timed("reject")(
-                tokio::time::timeout(io, d.acker.reject(BasicRejectOptions { requeue: false }))
-                    .await,
-            )
-        }
-        Err(JobError::Retryable(e)) => {
-            let delay = policy.delay(attempt);
-            let bucket = retry_bucket(delay);
-            tracing::warn!(kind = kind.name(), attempt, retry_in_secs = bucket, error = %format!("{e:#}"), "job failed; will retry");
-            match schedule_retry(channel, &config.topology, &d, attempt + 1, bucket, io).await {
-                Ok(()) => timed("ack")(
-                    tokio::time::timeout(io, d.acker.ack(BasicAckOptions::default())).await,
-                ),
-                Err(err) => {
-                    // Could not park it: hand it back; the delivery limit bounds this.
-                    tracing::warn!(error = %err, "could not schedule the retry; requeueing");
-                    timed("reject")(
-                        tokio::time::timeout(
-                            io,
-                            d.acker.reject(BasicRejectOptions { requeue: true }),
-                        )
-                        .await,
-                    )
-                }
-            }
         }
     }
 }
 
-async fn schedule_retry(
-    channel: &Channel,
-    topology: &Topology,
-    d: &Delivery,
-    next_attempt: u32,
-    bucket: u64,
-    io: Duration,
+fn timed(
+    what: &'static str,
+    r: Result<Result<(), lapin::Error>, tokio::time::error::Elapsed>,
 ) -> anyhow::Result<()> {
-    let mut headers = d.properties.headers().clone().unwrap_or_default();
+    match r {
+        Ok(r) => r.map_err(|e| anyhow!("{what}: {e}")),
+        Err(_) => Err(anyhow!("{what} timed out")),
+    }
+}
+
+/// The delivery's own headers without RabbitMQ's (`x-death` and the like).
+fn own_headers(d: &Delivery) -> FieldTable {
+    let mut headers = FieldTable::default();
+    if let Some(h) = d.properties.headers() {
+        for (name, value) in h.inner() {
+            if !name.as_str().starts_with("x-") {
+                headers.insert(name.clone(), value.clone());
+            }
+        }
+    }
+    headers
+}
+
+fn retry_headers(d: &Delivery, next_attempt: u32, nominal: Duration) -> FieldTable {
+    let mut headers = own_headers(d);
     headers.insert(
         ATTEMPT_HEADER.into(),
         AMQPValue::LongLongInt(i64::from(next_attempt)),
     );
+    headers.insert(DELAY_HEADER.into(), Topology::delay_header(nominal));
+    headers
+}
+
+fn dead_headers(kind: JobKind, attempt: u32, reason: &str, error: &str) -> FieldTable {
+    let mut headers = FieldTable::default();
     headers.insert(
-        BUCKET_HEADER.into(),
-        AMQPValue::LongString(bucket.to_string().as_str().into()),
+        DEAD_KIND_HEADER.into(),
+        AMQPValue::LongString(kind.name().into()),
     );
+    headers.insert(
+        DEAD_ATTEMPT_HEADER.into(),
+        AMQPValue::LongLongInt(i64::from(attempt)),
+    );
+    let error: String = error.chars().take(500).collect();
+    headers.insert(
+        DEAD_ERROR_HEADER.into(),
+        AMQPValue::LongString(error.as_str().into()),
+    );
+    headers.insert(
+        DEAD_AT_HEADER.into(),
+        AMQPValue::LongString(chrono::Utc::now().to_rfc3339().as_str().into()),
+    );
+    headers.insert(
+        DEAD_REASON_HEADER.into(),
+        AMQPValue::LongString(reason.into()),
+    );
+    headers
+}
+
+fn job_properties(d: &Delivery, headers: FieldTable) -> BasicProperties {
     let props = BasicProperties::default()
         .with_delivery_mode(2)
         .with_content_type("application/json".into())
         .with_headers(headers);
-    let props = match d.properties.message_id() {
+    match d.properties.message_id() {
         Some(id) => props.with_message_id(id.clone()),
         None => props,
-    };
+    }
+}
+
+/// Publish a copy of a job with confirms and `mandatory`: unroutable, nacked
+/// or unconfirmed in time is an error.
+async fn publish(
+    channel: &Channel,
+    exchange: &str,
+    kind: JobKind,
+    body: &[u8],
+    props: BasicProperties,
+    io: Duration,
+) -> anyhow::Result<()> {
     let confirm = tokio::time::timeout(
         io,
         channel.basic_publish(
-            &topology.retry_exchange(),
-            d.routing_key.as_str(),
+            exchange,
+            kind.name(),
             BasicPublishOptions {
                 mandatory: true,
                 ..Default::default()
             },
-            &d.data,
+            body,
             props,
         ),
     )
     .await
-    .map_err(|_| anyhow!("retry publish timed out"))??;
+    .map_err(|_| anyhow!("publish to {exchange} timed out"))??;
     match tokio::time::timeout(io, confirm).await {
         Ok(Ok(Confirmation::Ack(None))) => Ok(()),
-        Ok(Ok(other)) => Err(anyhow!("retry publish not accepted: {other:?}")),
+        Ok(Ok(Confirmation::Ack(Some(_)))) => Err(anyhow!("{exchange} has no queue for it")),
+        Ok(Ok(other)) => Err(anyhow!("publish to {exchange} not accepted: {other:?}")),
         Ok(Err(e)) => Err(e.into()),
-        Err(_) => Err(anyhow!("retry confirm timed out")),
+        Err(_) => Err(anyhow!("confirm from {exchange} timed out")),
     }
 }
