@@ -47,3 +47,21 @@ pub async fn migrate(config: &Config) -> anyhow::Result<()> {
     pool.close().await;
     Ok(())
 }
+
+/// Whether `e` means "the database is not available right now" (a refused or
+/// terminated connection, a pool timeout, a read-only standby after a
+/// failover): worth retrying later, and a 503 for an API caller.
+pub fn is_unavailable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+            code.starts_with("08")
+                || matches!(&*code, "57P01" | "57P02" | "57P03" | "53300" | "25006")
+        }),
+        _ => false,
+    }
+}

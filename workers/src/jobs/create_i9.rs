@@ -13,7 +13,7 @@ use i9_common::{
 };
 use uuid::Uuid;
 
-use super::{already_done, mark_done, JobError, JobResult};
+use super::{already_done, claim::done as mark_done, skipped, JobError, JobResult};
 use crate::Context;
 
 pub const KIND: &str = "create_i9";
@@ -40,6 +40,7 @@ type EmployeeRow = (
 pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
     let mut tx = ctx.pool.begin().await?;
     if already_done(&mut tx, job_id).await? {
+        skipped(KIND, job_id);
         return Ok(());
     }
     let request: Option<(i64, bool, Option<String>, Option<i64>)> = sqlx::query_as(
@@ -54,6 +55,7 @@ pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
         )));
     };
     if existing.is_some() {
+        skipped(KIND, job_id); // another job of this request created it
         mark_done(&mut tx, job_id, KIND).await?;
         tx.commit().await?;
         return Ok(());

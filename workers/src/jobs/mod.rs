@@ -1,7 +1,10 @@
 //! Job handlers: one per file, each a kind with its `run`, registered in
-//! [`handle`]. Handlers are idempotent: a job id recorded in `processed_jobs`
-//! takes effect once however often RabbitMQ delivers it.
+//! [`handle`]. Handlers are idempotent: a job takes effect once however
+//! often RabbitMQ delivers it (`processed_jobs`; [`claim`] for effects
+//! outside the database), and a copy that finds its job done is skipped with
+//! a log line.
 
+pub mod claim;
 pub mod create_i9;
 pub mod post_status_callback;
 pub mod send_login_email;
@@ -25,6 +28,8 @@ pub enum JobError {
 }
 
 impl From<sqlx::Error> for JobError {
+    /// Database errors are worth another attempt: most are the database
+    /// being unavailable for a while (i9_common::db::is_unavailable).
     fn from(e: sqlx::Error) -> Self {
         JobError::Retryable(e.into())
     }
@@ -61,22 +66,16 @@ pub async fn on_dead_letter(ctx: &Context, env: &Envelope) {
 
 /// Whether `job_id` has already taken effect.
 pub async fn already_done(conn: &mut PgConnection, job_id: Uuid) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM processed_jobs WHERE job_id = $1)")
-        .bind(job_id)
-        .fetch_one(conn)
-        .await
+    sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM processed_jobs WHERE job_id = $1 AND processed_at IS NOT NULL)",
+    )
+    .bind(job_id)
+    .fetch_one(conn)
+    .await
 }
 
-/// Record that `job_id` took effect (in the transaction of its effect).
-pub async fn mark_done(
-    conn: &mut PgConnection,
-    job_id: Uuid,
-    kind: &str,
-) -> Result<(), sqlx::Error> {
-    sqlx::query("INSERT INTO processed_jobs (job_id, kind) VALUES ($1, $2) ON CONFLICT DO NOTHING")
-        .bind(job_id)
-        .bind(kind)
-        .execute(conn)
-        .await?;
-    Ok(())
+/// Log a copy of a job that finds its work done (a redelivery, an operator's
+/// replay, a relay that published twice): skipped, and said so.
+pub fn skipped(kind: &str, job_id: Uuid) {
+    tracing::info!(kind, %job_id, "job already done; this copy is skipped");
 }

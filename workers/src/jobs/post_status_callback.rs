@@ -9,8 +9,11 @@
 //! unless `ALLOW_PRIVATE_CALLBACKS` is true; the address checked is the one
 //! connected to (no second DNS lookup), and redirects are not followed.
 //!
+//! An event is posted by one copy of its job at a time and never again once a
+//! partner answered 2xx ([`super::claim`], keyed by the event id).
+//!
 //! Reads `partner_events`, `employees`, `oauth_clients`; writes
-//! `callback_attempts` and `partner_events.delivered_at`.
+//! `callback_attempts`, `partner_events.delivered_at` and `processed_jobs`.
 
 use std::{
     net::{IpAddr, SocketAddr},
@@ -21,7 +24,7 @@ use chrono::Utc;
 use i9_common::crypto::Purpose;
 use uuid::Uuid;
 
-use super::{JobError, JobResult};
+use super::{claim, JobError, JobResult};
 use crate::Context;
 
 pub const KIND: &str = "post_status_callback";
@@ -43,6 +46,7 @@ pub async fn run(ctx: &Context, event_id: Uuid) -> JobResult {
         )));
     };
     if delivered {
+        super::skipped(KIND, event_id);
         return Ok(());
     }
     let (Some(url), Some(secret)) = (url, secret) else {
@@ -65,6 +69,10 @@ pub async fn run(ctx: &Context, event_id: Uuid) -> JobResult {
         .and_then(|wh| wh.sign(&msg_id, timestamp, &body))
         .map_err(|e| JobError::Fatal(anyhow::anyhow!("signing failed: {e}")))?;
 
+    // One copy at a time posts an event, and never one that was delivered.
+    if !claim::begin(&ctx.pool, event_id, KIND, claim::CALLBACK_HOLD).await? {
+        return Ok(());
+    }
     let started = Instant::now();
     let outcome = deliver(ctx, &url, &msg_id, timestamp, &signature, body).await;
     let elapsed = started.elapsed().as_millis().min(i32::MAX as u128) as i32;
@@ -72,21 +80,37 @@ pub async fn run(ctx: &Context, event_id: Uuid) -> JobResult {
         Ok(code) => (Some(i32::from(*code)), None),
         Err(Attempt::Refused(e) | Attempt::Failed(e)) => (None, Some(e.clone())),
     };
-    sqlx::query("INSERT INTO callback_attempts (event_id, http_status, duration_ms, error) VALUES ($1, $2, $3, $4)")
-        .bind(event_id)
-        .bind(status)
-        .bind(elapsed)
-        .bind(&error)
-        .execute(&ctx.pool)
-        .await?;
-    match outcome {
-        Ok(code) if (200..300).contains(&code) => {
-            sqlx::query("UPDATE partner_events SET delivered_at = now() WHERE id = $1")
+    let delivered = matches!(outcome, Ok(code) if (200..300).contains(&code));
+    // The attempt, and a delivery, are recorded together, retried while the
+    // database is unavailable: a delivered event must not be posted again.
+    let recorded = claim::until_recorded(claim::RECORD_PATIENCE, || async {
+        let mut tx = ctx.pool.begin().await?;
+        sqlx::query("INSERT INTO callback_attempts (event_id, http_status, duration_ms, error) VALUES ($1, $2, $3, $4)")
+            .bind(event_id)
+            .bind(status)
+            .bind(elapsed)
+            .bind(&error)
+            .execute(&mut *tx)
+            .await?;
+        if delivered {
+            sqlx::query("UPDATE partner_events SET delivered_at = now(), dead_at = NULL WHERE id = $1")
                 .bind(event_id)
-                .execute(&ctx.pool)
+                .execute(&mut *tx)
                 .await?;
-            Ok(())
+            claim::done(&mut tx, event_id, KIND).await?;
         }
+        tx.commit().await
+    })
+    .await;
+    if delivered {
+        if let Err(e) = recorded {
+            tracing::error!(%event_id, error = %e, "the partner took the callback but the delivery could not be recorded; a later copy would post it again");
+        }
+        return Ok(());
+    }
+    claim::release(&ctx.pool, event_id).await;
+    recorded?;
+    match outcome {
         Ok(410) => Err(JobError::Fatal(anyhow::anyhow!(
             "the partner answered 410 Gone; not retried"
         ))),

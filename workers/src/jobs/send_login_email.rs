@@ -1,7 +1,8 @@
 //! `send_login_email`: email a new employee sign-in its login name and a
 //! one-time link to set a password. No password is ever sent.
 //!
-//! Reads `users`; writes `password_set_tokens` and `processed_jobs`.
+//! Reads `users`; writes `password_set_tokens` and `processed_jobs` (the
+//! email is sent once: [`super::claim`]).
 
 use chrono::Utc;
 use i9_common::{
@@ -12,21 +13,25 @@ use uuid::Uuid;
 
 use i9_common::html::escape;
 
-use super::{already_done, mark_done, JobError, JobResult};
+use super::{claim, JobError, JobResult};
 use crate::{mailer::Email, Context};
 
 pub const KIND: &str = "send_login_email";
 
 pub async fn run(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
-    let mut conn = ctx.pool.acquire().await?;
-    if already_done(&mut conn, job_id).await? {
+    if !claim::begin(&ctx.pool, job_id, KIND, claim::EMAIL_HOLD).await? {
         return Ok(());
     }
+    let sent = send(ctx, job_id, user_id).await;
+    claim::finish(&ctx.pool, job_id, KIND, sent).await
+}
+
+async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
     let user: Option<(String, String, Option<String>)> = sqlx::query_as(
         "SELECT login, first_name, email_address FROM users WHERE id = $1 AND NOT retired",
     )
     .bind(user_id)
-    .fetch_optional(&mut *conn)
+    .fetch_optional(&ctx.pool)
     .await?;
     let Some((login, first_name, Some(to))) = user else {
         return Err(JobError::Fatal(anyhow::anyhow!(
@@ -45,7 +50,7 @@ pub async fn run(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
     .bind(token_hash(&token))
     .bind(user_id)
     .bind(expires)
-    .execute(&mut *conn)
+    .execute(&ctx.pool)
     .await?;
     let link = links::set_password(&ctx.config.public_base_url, &token);
     let hours = ctx.config.password_link_ttl.as_secs() / 3600;
@@ -68,7 +73,6 @@ pub async fn run(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
         message_id: format!("<{job_id}@i9.invalid>"),
     };
     ctx.mailer.send(&email).await.map_err(JobError::Retryable)?;
-    mark_done(&mut conn, job_id, KIND).await?;
-    tracing::info!(user_id, "login email sent");
+    tracing::info!(user_id, %job_id, "login email sent");
     Ok(())
 }

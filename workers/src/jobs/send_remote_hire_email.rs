@@ -1,29 +1,34 @@
 //! `send_remote_hire_email`: email a remote hire the Section 1 link of its
 //! I-9, in English or Spanish (`languagePreference`).
 //!
-//! Reads `i9_requests` and `employees`; writes `processed_jobs`.
+//! Reads `i9_requests` and `employees`; writes `processed_jobs` (the email
+//! is sent once: [`super::claim`]).
 
 use i9_common::{crypto::Purpose, links};
 use uuid::Uuid;
 
 use i9_common::html::escape;
 
-use super::{already_done, mark_done, JobError, JobResult};
+use super::{claim, JobError, JobResult};
 use crate::{mailer::Email, Context};
 
 pub const KIND: &str = "send_remote_hire_email";
 
 pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
-    let mut conn = ctx.pool.acquire().await?;
-    if already_done(&mut conn, job_id).await? {
+    if !claim::begin(&ctx.pool, job_id, KIND, claim::EMAIL_HOLD).await? {
         return Ok(());
     }
+    let sent = send(ctx, job_id, request_id).await;
+    claim::finish(&ctx.pool, job_id, KIND, sent).await
+}
+
+async fn send(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
     let row: Option<(Vec<u8>, String, Option<String>, Option<i16>)> = sqlx::query_as(
         "SELECT r.section1_token_ciphertext, e.first_name, e.email_address, e.language_preference
          FROM i9_requests r JOIN employees e ON e.id = r.employee_id WHERE r.id = $1",
     )
     .bind(request_id)
-    .fetch_optional(&mut *conn)
+    .fetch_optional(&ctx.pool)
     .await?;
     let Some((token_ct, first_name, Some(to), language)) = row else {
         return Err(JobError::Fatal(anyhow::anyhow!(
@@ -66,7 +71,6 @@ pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
         message_id: format!("<{job_id}@i9.invalid>"),
     };
     ctx.mailer.send(&email).await.map_err(JobError::Retryable)?;
-    mark_done(&mut conn, job_id, KIND).await?;
-    tracing::info!(%request_id, "remote-hire email sent");
+    tracing::info!(%request_id, %job_id, "remote-hire email sent");
     Ok(())
 }
