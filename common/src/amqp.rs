@@ -247,11 +247,14 @@ impl Topology {
     }
 
     /// Remove the retry topology of releases before the retry fix, whose
-    /// bindings matched every delay at once: the exchange `<prefix>.retry`
-    /// (its bindings go with it) and each old delay queue once it is empty.
+    /// bindings matched every delay at once: first the exchange
+    /// `<prefix>.retry` (its bindings go with it, so nothing reaches the old
+    /// delay queues any more), then each old delay queue that is empty (a
+    /// quorum queue cannot be deleted "if empty", so it is counted first).
     /// Jobs still waiting in an old queue go back to their own queue when
-    /// they expire, as before. Each step runs on a channel of its own, since
-    /// RabbitMQ closes the channel of a refused delete.
+    /// they expire, as before, and the queue goes at a later start. Each step
+    /// runs on a channel of its own: RabbitMQ closes the channel of a refused
+    /// operation.
     pub async fn remove_legacy(&self, connection: &Connection) {
         let exchange = format!("{}.retry", self.prefix);
         if let Ok(ch) = connection.create_channel().await {
@@ -268,18 +271,25 @@ impl Topology {
             let Ok(ch) = connection.create_channel().await else {
                 return;
             };
-            let options = QueueDeleteOptions {
-                if_empty: true,
-                ..QueueDeleteOptions::default()
+            let passive = QueueDeclareOptions {
+                passive: true,
+                ..QueueDeclareOptions::default()
             };
-            match ch.queue_delete(&queue, options).await {
-                Ok(_) => {
-                    let _ = ch.close(200, "done").await;
+            match ch
+                .queue_declare(&queue, passive, FieldTable::default())
+                .await
+            {
+                Err(_) => continue, // not there (the channel is closed by the broker)
+                Ok(q) if q.message_count() > 0 || q.consumer_count() > 0 => {
+                    tracing::info!(%queue, waiting = q.message_count(), "an old delay queue still holds jobs; they return to their queues as they expire, and the queue is removed at a later start");
                 }
-                Err(_) => {
-                    tracing::info!(%queue, "an old delay queue still holds jobs; it is removed at a later start once empty")
+                Ok(_) => {
+                    if let Err(e) = ch.queue_delete(&queue, QueueDeleteOptions::default()).await {
+                        tracing::warn!(error = %e, %queue, "could not remove an old delay queue");
+                    }
                 }
             }
+            let _ = ch.close(200, "done").await;
         }
     }
 

@@ -335,6 +335,48 @@ impl TestApp {
         run_worker(&self.config, self.pool(), wc, stop)
     }
 
+    /// Messages ready in each of `queues` (not those in a consumer's hands;
+    /// 0 for a queue not declared yet).
+    pub async fn queue_depths(&self, queues: &[String]) -> Vec<u32> {
+        let conn = i9_common::amqp::connect(&amqp_url())
+            .await
+            .expect("RabbitMQ reachable");
+        let mut depths = Vec::with_capacity(queues.len());
+        for q in queues {
+            // A channel each: the broker closes the channel of a missing queue.
+            let ch = conn.create_channel().await.expect("channel");
+            let declared = ch
+                .queue_declare(
+                    q,
+                    lapin::options::QueueDeclareOptions {
+                        passive: true,
+                        ..Default::default()
+                    },
+                    lapin::types::FieldTable::default(),
+                )
+                .await;
+            depths.push(declared.map(|d| d.message_count()).unwrap_or(0));
+        }
+        conn.close(200, "counted").await.ok();
+        depths
+    }
+
+    /// Copies of jobs waiting in this test's delay queues, in all.
+    pub async fn delayed_copies(&self) -> u32 {
+        let waits = self.waits.lock().map(|w| w.clone()).unwrap_or_default();
+        let queues: Vec<String> = waits
+            .iter()
+            .map(|w| self.topology.delay_queue(*w))
+            .collect();
+        self.queue_depths(&queues).await.iter().sum()
+    }
+
+    /// Jobs in this test's dead-letter queue.
+    pub async fn dead_letters(&self) -> u32 {
+        self.queue_depths(&[self.topology.dead_letter_queue()])
+            .await[0]
+    }
+
     /// A receiver that turns true when the test ends (for tasks a test starts itself).
     pub fn stop_signal(&self) -> watch::Receiver<bool> {
         self.stop.subscribe()

@@ -12,6 +12,8 @@ use axum::{body::Bytes, extract::State, http::HeaderMap, http::StatusCode, routi
 struct Shared {
     received: Arc<Mutex<Vec<(HeaderMap, Bytes)>>>,
     attempts: Arc<AtomicUsize>,
+    /// When each request arrived, with its `webhook-id`.
+    log: Arc<Mutex<Vec<(std::time::Instant, String)>>>,
     fail_next: Arc<AtomicUsize>,
     gone: Arc<std::sync::atomic::AtomicBool>,
 }
@@ -25,6 +27,13 @@ pub struct Receiver {
 
 async fn hook(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> StatusCode {
     s.attempts.fetch_add(1, Ordering::SeqCst);
+    if let Ok(mut log) = s.log.lock() {
+        let id = headers
+            .get("webhook-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        log.push((std::time::Instant::now(), id.to_owned()));
+    }
     if s.gone.load(Ordering::SeqCst) {
         return StatusCode::GONE;
     }
@@ -81,6 +90,20 @@ impl Receiver {
     /// Requests seen, failed ones included.
     pub fn attempts(&self) -> usize {
         self.shared.attempts.load(Ordering::SeqCst)
+    }
+
+    /// When each request for `webhook_id` arrived, in order.
+    pub fn attempt_times(&self, webhook_id: &str) -> Vec<std::time::Instant> {
+        self.shared
+            .log
+            .lock()
+            .map(|l| {
+                l.iter()
+                    .filter(|(_, id)| id == webhook_id)
+                    .map(|(t, _)| *t)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Answer 410 Gone from now on.

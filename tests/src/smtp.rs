@@ -29,12 +29,17 @@ struct Collector {
     delay_ms: Arc<AtomicU64>,
     /// Messages whose data has started arriving.
     started: Arc<AtomicUsize>,
+    /// When each recipient was offered, and to whom (refused ones included).
+    offers: Arc<Mutex<Vec<(std::time::Instant, String)>>>,
     to: Vec<String>,
     data: Vec<u8>,
 }
 
 impl Handler for Collector {
-    fn rcpt(&mut self, _to: &str) -> Response {
+    fn rcpt(&mut self, to: &str) -> Response {
+        if let Ok(mut offers) = self.offers.lock() {
+            offers.push((std::time::Instant::now(), to.to_owned()));
+        }
         // Refuse the next N recipients with a transient error (greylisting, a busy server).
         if self
             .refuse
@@ -86,6 +91,7 @@ pub struct TestSmtp {
     refuse: Arc<AtomicUsize>,
     delay_ms: Arc<AtomicU64>,
     started: Arc<AtomicUsize>,
+    offers: Arc<Mutex<Vec<(std::time::Instant, String)>>>,
 }
 
 impl TestSmtp {
@@ -98,6 +104,7 @@ impl TestSmtp {
         let refuse = collector.refuse.clone();
         let delay_ms = collector.delay_ms.clone();
         let started = collector.started.clone();
+        let offers = collector.offers.clone();
         let mut server = Server::new(collector);
         server
             .with_name("smtp.test")
@@ -113,7 +120,21 @@ impl TestSmtp {
             refuse,
             delay_ms,
             started,
+            offers,
         }
+    }
+
+    /// When a message to `address` was offered, accepted or refused, in order.
+    pub fn attempt_times(&self, address: &str) -> Vec<std::time::Instant> {
+        self.offers
+            .lock()
+            .map(|o| {
+                o.iter()
+                    .filter(|(_, to)| to.trim_matches(['<', '>']).eq_ignore_ascii_case(address))
+                    .map(|(t, _)| *t)
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     pub fn url(&self) -> String {

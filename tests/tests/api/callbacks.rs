@@ -28,7 +28,7 @@ async fn stack(allow_private: bool) -> (TestApp, Receiver) {
     (app, receiver)
 }
 
-async fn hire(app: &TestApp, candidate: &str) -> i64 {
+pub(crate) async fn hire(app: &TestApp, candidate: &str) -> i64 {
     let token = app.sign_in_with(ATS, ATS_BOT, None).await["access_token"]
         .as_str()
         .unwrap()

@@ -13,6 +13,7 @@ mod openapi;
 mod operations;
 mod partners;
 mod records;
+mod retries;
 mod section1;
 mod seed;
 mod ssn;
