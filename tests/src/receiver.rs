@@ -16,6 +16,8 @@ struct Shared {
     log: Arc<Mutex<Vec<(std::time::Instant, String)>>>,
     fail_next: Arc<AtomicUsize>,
     gone: Arc<std::sync::atomic::AtomicBool>,
+    /// Milliseconds to take before answering (a slow partner).
+    delay_ms: Arc<std::sync::atomic::AtomicU64>,
 }
 
 pub struct Receiver {
@@ -33,6 +35,10 @@ async fn hook(State(s): State<Shared>, headers: HeaderMap, body: Bytes) -> Statu
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default();
         log.push((std::time::Instant::now(), id.to_owned()));
+    }
+    let delay = s.delay_ms.load(Ordering::SeqCst);
+    if delay > 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(delay)).await;
     }
     if s.gone.load(Ordering::SeqCst) {
         return StatusCode::GONE;
@@ -104,6 +110,13 @@ impl Receiver {
                     .collect()
             })
             .unwrap_or_default()
+    }
+
+    /// Take `d` to answer each request from now on.
+    pub fn slow_down(&self, d: std::time::Duration) {
+        self.shared
+            .delay_ms
+            .store(d.as_millis() as u64, Ordering::SeqCst);
     }
 
     /// Answer 410 Gone from now on.

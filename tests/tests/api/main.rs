@@ -9,6 +9,7 @@ mod employee_writes;
 mod jobs;
 mod lifecycle;
 mod lists;
+mod once;
 mod openapi;
 mod operations;
 mod partners;
