@@ -41,6 +41,12 @@ pub struct Config {
     /// How long an API process may reuse a validated access token without
     /// asking the database (revocations clear it at once; zero disables).
     pub auth_cache_ttl: Duration,
+    /// How often a worker purges rows that only matter for a while, and how
+    /// long each kind is kept (docs/operations.md, "Purging").
+    pub purge_interval: Duration,
+    pub retention_idempotency: Duration,
+    pub retention_processed_jobs: Duration,
+    pub retention_outbox: Duration,
 }
 
 impl std::fmt::Debug for Config {
@@ -164,6 +170,10 @@ impl Config {
                 Some("0") => Duration::ZERO,
                 _ => parse_secs("AUTH_CACHE_TTL_SECS", 5)?,
             },
+            purge_interval: parse_secs("PURGE_INTERVAL_SECS", 600)?,
+            retention_idempotency: parse_secs("RETENTION_IDEMPOTENCY_SECS", 24 * 3600)?,
+            retention_processed_jobs: parse_secs("RETENTION_PROCESSED_JOBS_SECS", 30 * 24 * 3600)?,
+            retention_outbox: parse_secs("RETENTION_OUTBOX_SECS", 7 * 24 * 3600)?,
         })
     }
 
@@ -199,6 +209,10 @@ impl Config {
             section1_link_ttl: Duration::from_secs(14 * 24 * 3600),
             password_link_ttl: Duration::from_secs(72 * 3600),
             auth_cache_ttl: Duration::from_secs(5),
+            purge_interval: Duration::from_secs(600),
+            retention_idempotency: Duration::from_secs(24 * 3600),
+            retention_processed_jobs: Duration::from_secs(30 * 24 * 3600),
+            retention_outbox: Duration::from_secs(7 * 24 * 3600),
         }
     }
 }

@@ -13,6 +13,7 @@ mod once;
 mod openapi;
 mod operations;
 mod partners;
+mod purge;
 mod records;
 mod retries;
 mod section1;

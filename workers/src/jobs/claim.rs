@@ -90,7 +90,7 @@ pub async fn claim(
         "INSERT INTO processed_jobs AS p (job_id, kind, processed_at, claimed_until)
          VALUES ($1, $2, NULL, now() + make_interval(secs => $3))
          ON CONFLICT (job_id) DO UPDATE SET claimed_until = EXCLUDED.claimed_until
-           WHERE p.processed_at IS NULL AND (p.claimed_until IS NULL OR p.claimed_until < now())
+           WHERE p.processed_at IS NULL AND p.claimed_until <= now()
          RETURNING true",
     )
     .bind(key)
@@ -117,7 +117,7 @@ pub async fn claim(
 /// to lapse. Best effort: a claim not released lapses by itself.
 pub async fn release(pool: &PgPool, key: Uuid) {
     let _ = sqlx::query(
-        "UPDATE processed_jobs SET claimed_until = NULL WHERE job_id = $1 AND processed_at IS NULL",
+        "UPDATE processed_jobs SET claimed_until = now() WHERE job_id = $1 AND processed_at IS NULL",
     )
     .bind(key)
     .execute(pool)

@@ -1,0 +1,216 @@
+//! Purging rows that only matter for a while, so that no table grows with
+//! traffic alone (docs/operations.md, "Purging"). Every worker process runs
+//! [`run`]; a Postgres advisory lock lets one purge at a time. Each table is
+//! purged in batches, so no statement holds many row locks for long.
+//!
+//! What goes, and when:
+//! - `idempotency_keys` older than the idempotency retention (24 h: the
+//!   replay window of the API);
+//! - `access_tokens`, `refresh_tokens` and `password_set_tokens` past their
+//!   expiry, and sign-ins (`oauth_grants`) with no token left, once their
+//!   refresh lifetime is over;
+//! - `sign_in_failures` older than the throttling window (and a day at least);
+//! - `processed_jobs` done (or claimed and abandoned) longer ago than their
+//!   retention (30 days: a copy of a job older than that would act again);
+//! - `job_outbox` rows published longer ago than their retention (7 days).
+//!
+//! Records (employees, I-9s, partner events and their attempts, the audit
+//! log) are never purged here.
+
+use std::time::Duration;
+
+use i9_common::Config;
+use sqlx::PgPool;
+use tokio::sync::watch;
+
+/// Rows deleted per statement.
+const BATCH: i64 = 5000;
+/// Statements per table per round at most (a backlog finishes next round).
+const MAX_BATCHES: usize = 200;
+/// The advisory lock that lets one worker purge at a time.
+pub const LOCK_KEY: i64 = 0x0069_3970_7572_6765; // "i9purge"
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retention {
+    pub interval: Duration,
+    pub idempotency: Duration,
+    pub processed_jobs: Duration,
+    pub outbox: Duration,
+    pub sign_in_failures: Duration,
+    pub refresh_tokens: Duration,
+}
+
+impl Retention {
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            interval: config.purge_interval,
+            idempotency: config.retention_idempotency,
+            processed_jobs: config.retention_processed_jobs,
+            outbox: config.retention_outbox,
+            sign_in_failures: config.sign_in_window.max(Duration::from_secs(24 * 3600)),
+            refresh_tokens: config.refresh_token_ttl,
+        }
+    }
+}
+
+/// Rows deleted by one round, by table.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Purged {
+    pub idempotency_keys: u64,
+    pub access_tokens: u64,
+    pub refresh_tokens: u64,
+    pub oauth_grants: u64,
+    pub password_set_tokens: u64,
+    pub sign_in_failures: u64,
+    pub processed_jobs: u64,
+    pub job_outbox: u64,
+}
+
+impl Purged {
+    pub fn total(&self) -> u64 {
+        self.idempotency_keys
+            + self.access_tokens
+            + self.refresh_tokens
+            + self.oauth_grants
+            + self.password_set_tokens
+            + self.sign_in_failures
+            + self.processed_jobs
+            + self.job_outbox
+    }
+}
+
+/// Purge every `retention.interval` until `shutdown`, the first round soon
+/// after start.
+pub async fn run(pool: PgPool, retention: Retention, mut shutdown: watch::Receiver<bool>) {
+    let mut wait = Duration::from_secs(10).min(retention.interval);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = shutdown.changed() => return,
+        }
+        wait = retention.interval;
+        match purge_if_first(&pool, &retention).await {
+            Ok(Some(p)) if p.total() > 0 => tracing::info!(?p, "purged expired rows"),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "purging expired rows failed; trying again next round")
+            }
+        }
+    }
+}
+
+/// One round, unless another worker is purging now (`None`).
+pub async fn purge_if_first(
+    pool: &PgPool,
+    retention: &Retention,
+) -> Result<Option<Purged>, sqlx::Error> {
+    let mut lock = pool.acquire().await?;
+    let got: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+        .bind(LOCK_KEY)
+        .fetch_one(&mut *lock)
+        .await?;
+    if !got {
+        return Ok(None);
+    }
+    let purged = purge(pool, retention).await;
+    let _ = sqlx::query("SELECT pg_advisory_unlock($1)")
+        .bind(LOCK_KEY)
+        .execute(&mut *lock)
+        .await;
+    purged.map(Some)
+}
+
+/// Delete, `BATCH` rows at a time, what `sql` (a statement with the
+/// retention in seconds as `$1` and the batch size as `$2`) selects.
+async fn batches(pool: &PgPool, sql: &str, retention: Duration) -> Result<u64, sqlx::Error> {
+    let mut deleted = 0;
+    for _ in 0..MAX_BATCHES {
+        let n = sqlx::query(sql)
+            .bind(retention.as_secs_f64())
+            .bind(BATCH)
+            .execute(pool)
+            .await?
+            .rows_affected();
+        deleted += n;
+        if n < BATCH as u64 {
+            break;
+        }
+    }
+    Ok(deleted)
+}
+
+/// One round over every table.
+pub async fn purge(pool: &PgPool, r: &Retention) -> Result<Purged, sqlx::Error> {
+    Ok(Purged {
+        idempotency_keys: batches(
+            pool,
+            "DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
+               SELECT ctid FROM idempotency_keys
+               WHERE created_at < now() - make_interval(secs => $1) LIMIT $2))",
+            r.idempotency,
+        )
+        .await?,
+        access_tokens: batches(
+            pool,
+            "DELETE FROM access_tokens WHERE ctid = ANY (ARRAY(
+               SELECT ctid FROM access_tokens
+               WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
+            Duration::ZERO,
+        )
+        .await?,
+        refresh_tokens: batches(
+            pool,
+            "DELETE FROM refresh_tokens WHERE ctid = ANY (ARRAY(
+               SELECT ctid FROM refresh_tokens
+               WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
+            Duration::ZERO,
+        )
+        .await?,
+        // A sign-in with no token left, older than a refresh token lives,
+        // can issue nothing more.
+        oauth_grants: batches(
+            pool,
+            "DELETE FROM oauth_grants g WHERE g.ctid = ANY (ARRAY(
+               SELECT ctid FROM oauth_grants o
+               WHERE o.created_at < now() - make_interval(secs => $1)
+                 AND NOT EXISTS (SELECT 1 FROM access_tokens a WHERE a.grant_id = o.id)
+                 AND NOT EXISTS (SELECT 1 FROM refresh_tokens t WHERE t.grant_id = o.id)
+               LIMIT $2))",
+            r.refresh_tokens,
+        )
+        .await?,
+        password_set_tokens: batches(
+            pool,
+            "DELETE FROM password_set_tokens WHERE ctid = ANY (ARRAY(
+               SELECT ctid FROM password_set_tokens
+               WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
+            Duration::ZERO,
+        )
+        .await?,
+        sign_in_failures: batches(
+            pool,
+            "DELETE FROM sign_in_failures WHERE ctid = ANY (ARRAY(
+               SELECT ctid FROM sign_in_failures
+               WHERE failed_at < now() - make_interval(secs => $1) LIMIT $2))",
+            r.sign_in_failures,
+        )
+        .await?,
+        processed_jobs: batches(
+            pool,
+            "DELETE FROM processed_jobs WHERE ctid = ANY (ARRAY(
+               SELECT ctid FROM processed_jobs
+               WHERE COALESCE(processed_at, claimed_until) < now() - make_interval(secs => $1)
+               LIMIT $2))",
+            r.processed_jobs,
+        )
+        .await?,
+        job_outbox: batches(
+            pool,
+            "DELETE FROM job_outbox WHERE ctid = ANY (ARRAY(
+               SELECT ctid FROM job_outbox
+               WHERE published_at < now() - make_interval(secs => $1) LIMIT $2))",
+            r.outbox,
+        )
+        .await?,
+    })
+}
