@@ -40,14 +40,15 @@ async fn partner_stack() -> (TestApp, Receiver) {
     (app, receiver)
 }
 
-/// Each gap between attempts lies in its wait's jitter band (a little later
-/// allowed for the broker and the worker to act), never before it.
+/// Each gap between attempts lies in its wait's jitter band: never before it
+/// (a copy cannot expire early), and after it only by the time a loaded
+/// machine's broker and worker take to act (a few seconds at most).
 fn assert_on_schedule(times: &[Instant], policy: &RetryPolicy) {
     for (i, pair) in times.windows(2).enumerate() {
         let gap = pair[1] - pair[0];
         let nominal = policy.nominal(i as u32 + 1);
         let earliest = nominal.mul_f64(1.0 - policy.jitter) - Duration::from_millis(50);
-        let latest = nominal.mul_f64(1.0 + policy.jitter) + Duration::from_secs(2);
+        let latest = nominal.mul_f64(1.0 + policy.jitter) + Duration::from_secs(5);
         assert!(
             gap >= earliest && gap <= latest,
             "attempt {} came {gap:?} after attempt {}; the policy's wait is {nominal:?} ± {:.0} %",
