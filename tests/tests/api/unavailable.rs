@@ -322,3 +322,62 @@ async fn readiness_probes_share_one_rabbitmq_connection() {
         "one reconnection after the cut, shared again"
     );
 }
+
+#[tokio::test]
+async fn a_relay_whose_link_fails_at_once_backs_off_instead_of_reconnecting_in_a_loop() {
+    // A job no queue is bound for: every publish is returned, right after a
+    // connection that opened fine. The relay used to reset its backoff on
+    // each open, and so reconnect about five times a second.
+    let app = spawn(
+        Stack {
+            proxy: true,
+            ..Stack::default()
+        },
+        |_| {},
+    )
+    .await;
+    sqlx::query(
+        "INSERT INTO job_outbox (job_id, kind, payload) VALUES (gen_random_uuid(), 'no_such_kind', '{}')",
+    )
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let proxy = app.proxy.as_ref().unwrap();
+    let relay = tokio::spawn(i9_common::relay::run(
+        app.pool().clone(),
+        i9_common::relay::RelayConfig::new(proxy.amqp_url(), app.topology.clone()),
+        app.stop_signal(),
+    ));
+    let attempts = || async {
+        sqlx::query_scalar::<_, i32>("SELECT attempts FROM job_outbox")
+            .fetch_one(app.pool())
+            .await
+            .unwrap()
+    };
+    eventually("a first failed publish", || async { attempts().await >= 1 }).await;
+    let first = std::time::Instant::now();
+    eventually("a fourth failed publish", || async {
+        attempts().await >= 4
+    })
+    .await;
+    let elapsed = first.elapsed();
+    let (connections, attempts) = (proxy.accepted() as i32, attempts().await);
+    relay.abort();
+    // This test's topology, declared by the relay, leaves the shared broker
+    // (before the assertions, so that a failure leaves nothing behind).
+    let conn = i9_common::amqp::connect(&i9_tests::amqp_url())
+        .await
+        .unwrap();
+    app.topology
+        .delete(&conn.create_channel().await.unwrap())
+        .await
+        .unwrap();
+
+    // Waits of 200, 400 and 800 ms at least between the four: a lower bound,
+    // which a slow machine only makes longer.
+    assert!(elapsed >= Duration::from_millis(1400), "{elapsed:?}");
+    assert!(
+        (attempts..=attempts + 1).contains(&connections),
+        "one connection per attempt (the next one may be opening): {connections} for {attempts}"
+    );
+}
