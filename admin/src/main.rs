@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use i9_common::{crypto::DataCipher, db, seed, telemetry, Config};
+use i9_common::{crypto::DataCipher, db, key_check, seed, telemetry, Config};
 
 #[derive(Parser)]
 #[command(
@@ -56,6 +56,16 @@ async fn main() -> std::process::ExitCode {
     }
 }
 
+/// Refuse keys that are not the data's, and record them on a new database
+/// (`common/src/key_check.rs`).
+async fn check_keys(pool: &sqlx::PgPool, config: &Config) -> anyhow::Result<()> {
+    match key_check::verify_or_record(pool, &DataCipher::from_config(config)).await? {
+        key_check::KeyCheck::Verified => {}
+        key_check::KeyCheck::Recorded => println!("keys recorded in key_check"),
+    }
+    Ok(())
+}
+
 async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
@@ -63,6 +73,8 @@ async fn run() -> anyhow::Result<()> {
             let config = Config::from_env()?;
             db::migrate(&config).await?;
             println!("migrations applied");
+            let pool = db::connect(&config).await?;
+            check_keys(&pool, &config).await?;
         }
         Command::Seed { file } => {
             let config = Config::from_env()?;
@@ -70,6 +82,7 @@ async fn run() -> anyhow::Result<()> {
                 .with_context(|| format!("reading {}", file.display()))?;
             let org = seed::parse(&text)?;
             let pool = db::connect(&config).await?;
+            check_keys(&pool, &config).await?;
             let assigned = seed::load(&pool, &DataCipher::from_config(&config), &org).await?;
             for a in &assigned {
                 println!(

@@ -1,6 +1,9 @@
 //! The one error type of the API. Every error leaves as RFC 9457 problem
 //! details (`application/problem+json`); internal errors are logged with the
-//! request id and answered as an opaque 500.
+//! request id and answered as an opaque 500. An error that means "the
+//! database is not available right now" ([`i9_common::db::is_unavailable`]),
+//! whether it arrives as a `sqlx::Error` or inside an `anyhow::Error`, is a
+//! 503 with `Retry-After` instead (docs/api.md, "Operations").
 
 use axum::{
     http::{header, HeaderValue, StatusCode},
@@ -75,12 +78,7 @@ pub enum ApiError {
 
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
-        match e {
-            sqlx::Error::PoolTimedOut | sqlx::Error::Io(_) | sqlx::Error::PoolClosed => {
-                ApiError::Unavailable
-            }
-            other => ApiError::Internal(other.into()),
-        }
+        ApiError::Internal(e.into()).or_unavailable()
     }
 }
 
@@ -92,6 +90,22 @@ struct Errors {
 }
 
 impl ApiError {
+    /// [`ApiError::Unavailable`] when an internal error's chain holds a
+    /// database error that means "not available right now"; else unchanged.
+    /// The cause is logged here, since `Unavailable` carries none.
+    pub fn or_unavailable(self) -> Self {
+        match self {
+            ApiError::Internal(e) => match unavailable_cause(&e) {
+                Some(cause) => {
+                    tracing::warn!(error = %cause, "database unavailable");
+                    ApiError::Unavailable
+                }
+                None => ApiError::Internal(e),
+            },
+            other => other,
+        }
+    }
+
     pub fn bad_query(errors: Vec<FieldError>) -> Self {
         ApiError::BadRequest {
             detail: "The query string is not valid; see errors.".into(),
@@ -151,6 +165,13 @@ impl ApiError {
     }
 }
 
+/// The first database error in `e`'s chain that means "not available right now".
+fn unavailable_cause(e: &anyhow::Error) -> Option<&sqlx::Error> {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<sqlx::Error>())
+        .find(|c| i9_common::db::is_unavailable(c))
+}
+
 pub fn problem(status: StatusCode, slug: &str, detail: impl Into<String>) -> ProblemDetails {
     ProblemDetails::from_status_code(status)
         .with_type(
@@ -163,14 +184,13 @@ pub fn problem(status: StatusCode, slug: &str, detail: impl Into<String>) -> Pro
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        match &self {
-            ApiError::Internal(e) => tracing::error!(error = ?e, "internal error"),
-            ApiError::Unavailable => tracing::warn!("database unavailable"),
-            _ => {}
+        let this = self.or_unavailable();
+        if let ApiError::Internal(e) = &this {
+            tracing::error!(error = ?e, "internal error");
         }
-        let (status, slug, detail) = self.parts();
+        let (status, slug, detail) = this.parts();
         let base = problem(status, slug, detail);
-        let mut response = match self {
+        let mut response = match this {
             ApiError::Validation(errors) | ApiError::BadRequest { errors, .. }
                 if !errors.is_empty() =>
             {

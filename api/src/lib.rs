@@ -110,6 +110,7 @@ impl Application {
         auth_cache.spawn_invalidation(pool.clone());
         let state = AppState {
             auth_cache,
+            broker: Arc::new(routes::health::BrokerCheck::new(config.amqp_url.clone())),
             cipher: DataCipher::from_config(&config),
             pool,
             config: Arc::new(config),

@@ -13,4 +13,6 @@ pub struct AppState {
     pub cipher: DataCipher,
     pub metrics: PrometheusHandle,
     pub auth_cache: crate::auth::cache::AuthCache,
+    /// The RabbitMQ connection `/readyz` checks on.
+    pub broker: Arc<crate::routes::health::BrokerCheck>,
 }

@@ -14,9 +14,31 @@ pub const DEFAULT_AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 const DEV_DATA_KEY: &str = "ZGV2LW9ubHktZGF0YS1lbmNyeXB0aW9uLWtleS0zMmI=";
 const DEV_HASH_KEY: &str = "ZGV2LW9ubHktc3NuLXNlYXJjaC1oYXNoLWtleS0zMmJ5dGU=";
 
+/// The environment every binary reads, for `--help` (the README's
+/// Configuration table says more).
+pub const ENV_HELP: &str = "\
+Environment (shared by i9-api, i9-worker and i9-admin; see the README):
+  DATABASE_URL, DATABASE_MAX_CONNECTIONS     Postgres
+  AMQP_URL, AMQP_PREFIX                      RabbitMQ
+  STARTUP_TIMEOUT_SECS                       wait at start for both (default 60)
+  DATA_ENCRYPTION_KEY, SSN_HASH_KEY          keys (or *_FILE); APP_ENV=production
+  SMTP_URL, MAIL_DIR                         mail
+  BIND_ADDR, PUBLIC_BASE_URL                 the API's address and its links
+  ALLOW_PRIVATE_CALLBACKS                    partner callbacks to private addresses
+  ACCESS_TOKEN_TTL_SECS, REFRESH_TOKEN_TTL_SECS, AUTH_CACHE_TTL_SECS,
+  SIGN_IN_MAX_FAILURES, SIGN_IN_WINDOW_SECS,
+  SECTION1_LINK_TTL_SECS, PASSWORD_LINK_TTL_SECS
+  PURGE_INTERVAL_SECS, RETENTION_IDEMPOTENCY_SECS, RETENTION_PROCESSED_JOBS_SECS,
+  RETENTION_OUTBOX_SECS                      the worker's purge of expired rows
+  RUST_LOG, LOG_FORMAT                       logging
+Booleans accept 1/0, true/false, yes/no, on/off.";
+
 #[derive(Clone)]
 pub struct Config {
     pub production: bool,
+    /// How long a binary waits at start for Postgres and RabbitMQ before it
+    /// gives up (`common/src/startup.rs`).
+    pub startup_timeout: Duration,
     pub database_url: String,
     pub database_max_connections: u32,
     pub amqp_url: String,
@@ -79,12 +101,30 @@ fn secret(name: &str) -> anyhow::Result<Option<String>> {
     Ok(None)
 }
 
+/// The words a boolean setting accepts, in any case: the same as the
+/// command-line flags' (clap's `BoolishValueParser`), so every boolean of
+/// every binary is read one way.
+pub const TRUE_WORDS: [&str; 6] = ["1", "true", "yes", "on", "y", "t"];
+pub const FALSE_WORDS: [&str; 6] = ["0", "false", "no", "off", "n", "f"];
+
+/// `value` as a boolean, by [`TRUE_WORDS`] and [`FALSE_WORDS`].
+pub fn bool_word(value: &str) -> Option<bool> {
+    let v = value.trim().to_ascii_lowercase();
+    if TRUE_WORDS.contains(&v.as_str()) {
+        Some(true)
+    } else if FALSE_WORDS.contains(&v.as_str()) {
+        Some(false)
+    } else {
+        None
+    }
+}
+
 fn parse_bool(name: &str, default: bool) -> anyhow::Result<bool> {
-    match var(name).as_deref().map(str::to_ascii_lowercase).as_deref() {
+    match var(name) {
         None => Ok(default),
-        Some("true" | "1" | "yes") => Ok(true),
-        Some("false" | "0" | "no") => Ok(false),
-        Some(other) => bail!("{name} must be true or false, not {other:?}"),
+        Some(v) => bool_word(&v).with_context(|| {
+            format!("{name} must be true or false (1/0, yes/no, on/off), not {v:?}")
+        }),
     }
 }
 
@@ -139,6 +179,7 @@ impl Config {
 
         Ok(Self {
             production,
+            startup_timeout: parse_secs("STARTUP_TIMEOUT_SECS", 60)?,
             database_url: secret("DATABASE_URL")?
                 .unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned()),
             database_max_connections: var("DATABASE_MAX_CONNECTIONS")
@@ -192,6 +233,7 @@ impl Config {
         #[allow(clippy::unwrap_used)] // constants known to decode
         Self {
             production: false,
+            startup_timeout: Duration::from_secs(60),
             database_url: DEFAULT_DATABASE_URL.to_owned(),
             database_max_connections: 20,
             amqp_url: DEFAULT_AMQP_URL.to_owned(),
@@ -220,6 +262,19 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn booleans_accept_every_usual_word() {
+        for w in ["1", "true", "TRUE", "yes", "on", " On "] {
+            assert_eq!(bool_word(w), Some(true), "{w}");
+        }
+        for w in ["0", "false", "No", "off"] {
+            assert_eq!(bool_word(w), Some(false), "{w}");
+        }
+        for w in ["", "2", "enable", "truthy"] {
+            assert_eq!(bool_word(w), None, "{w}");
+        }
+    }
 
     #[test]
     fn dev_keys_have_the_right_sizes() {

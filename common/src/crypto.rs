@@ -7,6 +7,9 @@
 //! - [`hash_password`] / [`verify_password`]: argon2id for passwords and client
 //!   secrets.
 //! - [`new_token`] / [`token_hash`]: opaque random tokens stored only as SHA-256.
+//! - [`DataCipher::key_check_ciphertext`] / [`DataCipher::key_check_mac`]: what
+//!   the `key_check` row holds, so that a binary started with a valid key that
+//!   is not the data's is refused at start (`common/src/key_check.rs`).
 
 use aes_gcm::{
     aead::{Aead, KeyInit, Payload},
@@ -25,6 +28,11 @@ use crate::domain::Ssn;
 
 const FORMAT_V1: u8 = 1;
 
+/// Encrypted under the data key in the `key_check` row.
+const DATA_KEY_CHECK: &[u8] = b"i9 DATA_ENCRYPTION_KEY check v1";
+/// HMACed under the SSN hash key in the `key_check` row.
+const HASH_KEY_CHECK: &[u8] = b"i9 SSN_HASH_KEY check v1";
+
 /// What an encrypted value is; used as associated data so a ciphertext from
 /// one column cannot be passed off as another.
 #[derive(Clone, Copy, Debug)]
@@ -34,6 +42,8 @@ pub enum Purpose {
     SigningSecret,
     /// A Section 1 link token, kept so the remote-hire email can carry it.
     Section1Token,
+    /// The fixed value of the `key_check` row.
+    KeyCheck,
 }
 
 impl Purpose {
@@ -43,6 +53,7 @@ impl Purpose {
             Purpose::I9Ssn => b"i9s.ssn",
             Purpose::SigningSecret => b"oauth_clients.signing_secret",
             Purpose::Section1Token => b"i9_requests.section1_token",
+            Purpose::KeyCheck => b"key_check.data_key_ciphertext",
         }
     }
 }
@@ -123,10 +134,41 @@ impl DataCipher {
 
     /// Keyed hash of the canonical `###-##-####` form, for exact-match search.
     pub fn ssn_search_hash(&self, ssn: &Ssn) -> Vec<u8> {
+        self.hash_mac(ssn.as_str().as_bytes())
+            .finalize()
+            .into_bytes()
+            .to_vec()
+    }
+
+    fn hash_mac(&self, message: &[u8]) -> Hmac<Sha256> {
         #[allow(clippy::unwrap_used)] // HMAC accepts keys of any length
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(&self.ssn_hash_key).unwrap();
-        mac.update(ssn.as_str().as_bytes());
-        mac.finalize().into_bytes().to_vec()
+        mac.update(message);
+        mac
+    }
+
+    /// A fresh ciphertext of a fixed value under the data key.
+    pub fn key_check_ciphertext(&self) -> Vec<u8> {
+        self.encrypt(Purpose::KeyCheck, DATA_KEY_CHECK)
+    }
+
+    /// Whether `ciphertext` (from [`Self::key_check_ciphertext`]) was made with this data key.
+    pub fn data_key_matches(&self, ciphertext: &[u8]) -> bool {
+        self.decrypt(Purpose::KeyCheck, ciphertext)
+            .is_ok_and(|plain| plain == DATA_KEY_CHECK)
+    }
+
+    /// The HMAC of a fixed value under the SSN hash key.
+    pub fn key_check_mac(&self) -> Vec<u8> {
+        self.hash_mac(HASH_KEY_CHECK)
+            .finalize()
+            .into_bytes()
+            .to_vec()
+    }
+
+    /// Whether `mac` (from [`Self::key_check_mac`]) was made with this hash key.
+    pub fn hash_key_matches(&self, mac: &[u8]) -> bool {
+        self.hash_mac(HASH_KEY_CHECK).verify_slice(mac).is_ok()
     }
 }
 
@@ -207,6 +249,19 @@ mod tests {
         );
         let other = DataCipher::new(&[7u8; 32], &[1u8; 32]);
         assert_ne!(cipher().ssn_search_hash(&ssn), other.ssn_search_hash(&ssn));
+    }
+
+    #[test]
+    fn key_checks_match_only_their_own_key() {
+        let c = cipher();
+        let (ct, mac) = (c.key_check_ciphertext(), c.key_check_mac());
+        assert!(c.data_key_matches(&ct) && c.hash_key_matches(&mac));
+        let other_data = DataCipher::new(&[8u8; 32], &[9u8; 32]);
+        assert!(!other_data.data_key_matches(&ct) && other_data.hash_key_matches(&mac));
+        let other_hash = DataCipher::new(&[7u8; 32], &[1u8; 32]);
+        assert!(other_hash.data_key_matches(&ct) && !other_hash.hash_key_matches(&mac));
+        // A ciphertext of another column under the right key is not a check value.
+        assert!(!c.data_key_matches(&c.encrypt(Purpose::EmployeeSsn, DATA_KEY_CHECK)));
     }
 
     #[test]

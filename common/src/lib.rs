@@ -10,12 +10,14 @@ pub mod domain;
 pub mod events;
 pub mod html;
 pub mod jobs;
+pub mod key_check;
 pub mod links;
 pub mod outbox;
 pub mod relay;
 pub mod retry;
 pub mod seed;
 pub mod shutdown;
+pub mod startup;
 pub mod telemetry;
 
 pub use config::Config;

@@ -13,7 +13,10 @@
 //!   handlers are idempotent by job id.
 //! - Supervises its own broker connection: when RabbitMQ goes away, writes
 //!   keep committing to the outbox, and the relay reconnects with backoff and
-//!   drains the backlog when the broker returns.
+//!   drains the backlog when the broker returns. The backoff starts again
+//!   from its minimum only once a link has worked (published a job, or stayed
+//!   up for [`LINK_PROVEN_AFTER`]): a link that opens and fails at once keeps
+//!   backing off.
 
 use std::time::Duration;
 
@@ -28,6 +31,10 @@ use tokio::sync::watch;
 use uuid::Uuid;
 
 use crate::{amqp::Topology, outbox::NOTIFY_CHANNEL};
+
+const MIN_BACKOFF: Duration = Duration::from_millis(200);
+/// A link up this long without a failure has worked.
+const LINK_PROVEN_AFTER: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone)]
 pub struct RelayConfig {
@@ -60,6 +67,7 @@ impl RelayConfig {
 struct Link {
     _connection: Connection,
     channel: Channel,
+    opened: std::time::Instant,
 }
 
 impl Link {
@@ -78,6 +86,7 @@ impl Link {
         Ok(Self {
             _connection: connection,
             channel,
+            opened: std::time::Instant::now(),
         })
     }
 
@@ -89,20 +98,31 @@ impl Link {
 /// Run until `shutdown` turns true.
 pub async fn run(pool: PgPool, config: RelayConfig, mut shutdown: watch::Receiver<bool>) {
     let mut link: Option<Link> = None;
-    let mut backoff = Duration::from_millis(200);
+    let mut backoff = MIN_BACKOFF;
     let mut listener = listen(&pool).await;
     loop {
         if *shutdown.borrow() {
             break;
         }
-        if link.as_ref().is_none_or(|l| !l.usable()) {
+        if link.as_ref().is_some_and(|l| !l.usable()) {
+            tracing::warn!(
+                ?backoff,
+                "outbox relay lost its RabbitMQ connection; reconnecting"
+            );
+            link = None;
+            if sleep_or_shutdown(backoff, &mut shutdown).await {
+                break;
+            }
+            backoff = (backoff * 2).min(config.max_backoff);
+        }
+        if link.is_none() {
             match Link::open(&config).await {
                 Ok(l) => {
-                    if link.is_some() || backoff > Duration::from_millis(200) {
+                    if backoff > MIN_BACKOFF {
                         tracing::info!("outbox relay reconnected to RabbitMQ");
                     }
+                    // The backoff resets only once this link has worked (below).
                     link = Some(l);
-                    backoff = Duration::from_millis(200);
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, ?backoff, "outbox relay cannot reach RabbitMQ; jobs wait in the outbox");
@@ -116,7 +136,11 @@ pub async fn run(pool: PgPool, config: RelayConfig, mut shutdown: watch::Receive
             }
         }
         let Some(l) = &link else { continue };
-        match publish_batch(&pool, &l.channel, &config).await {
+        let result = publish_batch(&pool, &l.channel, &config).await;
+        if result.as_ref().is_ok_and(|n| *n > 0) || l.opened.elapsed() >= LINK_PROVEN_AFTER {
+            backoff = MIN_BACKOFF;
+        }
+        match result {
             Ok(n) if n as i64 >= config.batch => continue,
             Ok(_) => {
                 // Idle: wait for a notification, the poll interval, or shutdown.

@@ -2,7 +2,7 @@
 //! restore: the broker stays real, the network fails.
 
 use std::sync::{
-    atomic::{AtomicBool, Ordering},
+    atomic::{AtomicBool, AtomicUsize, Ordering},
     Arc,
 };
 
@@ -14,6 +14,7 @@ use tokio::{
 pub struct TcpProxy {
     pub port: u16,
     up: Arc<AtomicBool>,
+    accepted: Arc<AtomicUsize>,
     cut_tx: watch::Sender<u64>,
 }
 
@@ -23,13 +24,15 @@ impl TcpProxy {
         let port = listener.local_addr().expect("addr").port();
         let up = Arc::new(AtomicBool::new(true));
         let (cut_tx, cut_rx) = watch::channel(0u64);
-        let up2 = up.clone();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (up2, accepted2) = (up.clone(), accepted.clone());
         tokio::spawn(async move {
             while let Ok((mut inbound, _)) = listener.accept().await {
                 if !up2.load(Ordering::SeqCst) {
                     drop(inbound); // refused while cut
                     continue;
                 }
+                accepted2.fetch_add(1, Ordering::SeqCst);
                 let mut cut = cut_rx.clone();
                 cut.borrow_and_update(); // only cuts from now on count
                 tokio::spawn(async move {
@@ -43,7 +46,17 @@ impl TcpProxy {
                 });
             }
         });
-        Self { port, up, cut_tx }
+        Self {
+            port,
+            up,
+            accepted,
+            cut_tx,
+        }
+    }
+
+    /// Connections relayed so far (those refused while cut not included).
+    pub fn accepted(&self) -> usize {
+        self.accepted.load(Ordering::SeqCst)
     }
 
     pub fn amqp_url(&self) -> String {

@@ -20,3 +20,4 @@ mod section1;
 mod seed;
 mod ssn;
 mod storage;
+mod unavailable;
