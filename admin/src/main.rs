@@ -25,16 +25,26 @@ enum Command {
     Seed { file: PathBuf },
     /// Print the OpenAPI document of the API.
     Openapi,
-    /// Partner status callbacks that were given up on.
+    /// Partner status callbacks that were given up on, as the database
+    /// records them (`partner_events.dead_at`). The dead-letter queue itself,
+    /// callbacks included, is `i9-admin jobs`.
     #[command(subcommand)]
     Callbacks(CallbackCommand),
+    /// Failed jobs of every kind, in the dead-letter queue (`{AMQP_PREFIX}.dead`):
+    /// list, replay and purge them (docs/operations.md, "Failed jobs").
+    Jobs(JobArgs),
 }
 
 #[derive(Subcommand)]
 enum CallbackCommand {
-    /// List dead-lettered callbacks: event, employee, sequence, attempts, last error.
+    /// List dead-lettered callbacks: event, employee, sequence, attempts, last
+    /// error (from the database; `jobs failed --kind post_status_callback`
+    /// lists their dead messages).
     Failed,
-    /// Send dead-lettered callbacks again: one event id, or --all.
+    /// Queue a fresh callback job for dead-lettered callbacks (one event id,
+    /// or --all) and clear their dead mark. Their old dead messages stay in
+    /// the dead-letter queue: `jobs replay` moves those instead, and `jobs
+    /// purge` removes them after a redeliver.
     Redeliver {
         /// The event to redeliver.
         event: Option<uuid::Uuid>,
@@ -46,7 +56,9 @@ enum CallbackCommand {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    telemetry::init("warn");
+    // lapin logs its own connection teardown at exit as errors; the commands
+    // report what failed themselves.
+    telemetry::init("warn,lapin=off");
     match run().await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -133,6 +145,7 @@ async fn run() -> anyhow::Result<()> {
                 }
             }
         }
+        Command::Jobs(args) => jobs(args).await?,
         Command::Openapi => {
             println!(
                 "{}",
@@ -141,4 +154,221 @@ async fn run() -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+// `i9-admin jobs`: the dead-letter queue.
+
+use i9_common::{
+    amqp::Topology,
+    dead_letters::{self, DeadLetters, Selection},
+    jobs::JobKind,
+};
+
+#[derive(clap::Args)]
+struct JobArgs {
+    /// Messages read from the dead-letter queue at most in one run (AMQP's
+    /// largest prefetch); a run after it reads the next ones.
+    #[arg(
+        long,
+        global = true,
+        value_name = "N",
+        default_value_t = u16::MAX,
+        value_parser = clap::value_parser!(u16).range(1..),
+    )]
+    max_messages: u16,
+    #[command(subcommand)]
+    command: JobCommand,
+}
+
+#[derive(Subcommand)]
+enum JobCommand {
+    /// List the failed jobs: job id, kind, attempts, reason, when, copies,
+    /// what it is about (ids only) and the last error. Leaves the queue as it was.
+    Failed {
+        /// Only jobs of this kind.
+        #[arg(long, value_parser = parse_kind)]
+        kind: Option<JobKind>,
+        /// Jobs shown at most.
+        #[arg(long, value_name = "N", default_value_t = 100)]
+        limit: usize,
+    },
+    /// Send failed jobs to their queues again with a fresh attempt count, and
+    /// remove them from the dead-letter queue once the broker confirmed. A
+    /// callback's partner event loses its dead mark (`callbacks failed`).
+    Replay {
+        #[command(flatten)]
+        which: Which,
+    },
+    /// Remove failed jobs from the dead-letter queue for good.
+    Purge {
+        #[command(flatten)]
+        which: Which,
+        /// Confirm purging with --all.
+        #[arg(long)]
+        yes: bool,
+    },
+}
+
+#[derive(clap::Args)]
+struct Which {
+    /// Job ids, as `jobs failed` prints them.
+    #[arg(value_name = "JOB_ID")]
+    ids: Vec<String>,
+    /// Every failed job (of --kind).
+    #[arg(long)]
+    all: bool,
+    /// With --all: only jobs of this kind.
+    #[arg(long, value_parser = parse_kind)]
+    kind: Option<JobKind>,
+}
+
+impl Which {
+    fn selection(self) -> anyhow::Result<Selection> {
+        anyhow::ensure!(
+            !self.all || self.ids.is_empty(),
+            "name job ids or pass --all, not both"
+        );
+        if self.all {
+            return Ok(Selection::All { kind: self.kind });
+        }
+        anyhow::ensure!(self.kind.is_none(), "--kind goes with --all");
+        anyhow::ensure!(!self.ids.is_empty(), "name job ids, or pass --all");
+        Ok(Selection::Ids(self.ids))
+    }
+}
+
+fn parse_kind(s: &str) -> Result<JobKind, String> {
+    JobKind::parse(s).ok_or_else(|| {
+        let kinds: Vec<&str> = JobKind::ALL.iter().map(|k| k.name()).collect();
+        format!("not a job kind; one of {}", kinds.join(", "))
+    })
+}
+
+async fn jobs(args: JobArgs) -> anyhow::Result<()> {
+    let config = Config::from_env()?;
+    let limits = dead_letters::Limits {
+        max_messages: usize::from(args.max_messages),
+        ..Default::default()
+    };
+    let dlq = DeadLetters::connect(&config.amqp_url, Topology::from_env(), limits).await?;
+    let result = match args.command {
+        JobCommand::Failed { kind, limit } => {
+            dlq.list(kind).await.map(|l| print_listing(&l, limit))
+        }
+        JobCommand::Replay { which } => {
+            let which = which.selection()?;
+            // Connects only if a callback is replayed.
+            let pool = db::connect_lazy(&config)?;
+            match dlq.replay(&which, Some(&pool)).await {
+                Ok(outcome) => {
+                    print_outcome("replayed", &outcome);
+                    Ok(())
+                }
+                Err(dead_letters::Error::Interrupted { done, source }) => {
+                    for job in &done {
+                        println!("replayed {}", job_line(job));
+                    }
+                    Err(dead_letters::Error::Interrupted { done, source })
+                }
+                Err(e) => Err(e),
+            }
+        }
+        JobCommand::Purge { which, yes } => {
+            let which = which.selection()?;
+            anyhow::ensure!(
+                yes || matches!(which, Selection::Ids(_)),
+                "purging with --all removes those jobs for good: add --yes"
+            );
+            dlq.purge(&which).await.map(|o| print_outcome("purged", &o))
+        }
+    };
+    dlq.close().await;
+    Ok(result?)
+}
+
+const NONE: &str = "-";
+
+fn print_listing(l: &dead_letters::Listing, limit: usize) {
+    println!(
+        "{}: {} message(s) waiting, {} read{}",
+        l.scanned.queue,
+        l.scanned.ready,
+        l.scanned.read,
+        if l.scanned.complete {
+            ""
+        } else {
+            " (the limit; --max-messages reads more)"
+        }
+    );
+    if l.jobs.is_empty() {
+        println!("no failed jobs");
+        return;
+    }
+    println!(
+        "{:<36}  {:<22}  {:>8}  {:<14}  {:<20}  {:>6}  {:<44}  ERROR",
+        "JOB ID", "KIND", "ATTEMPTS", "REASON", "DEAD AT", "COPIES", "ABOUT"
+    );
+    for job in l.jobs.iter().take(limit) {
+        println!(
+            "{:<36}  {:<22}  {:>8}  {:<14}  {:<20}  {:>6}  {:<44}  {}",
+            job.id,
+            job.kind.as_deref().unwrap_or(NONE),
+            job.attempts
+                .map_or_else(|| NONE.to_owned(), |a| a.to_string()),
+            job.reason,
+            job.dead_at.map_or_else(
+                || NONE.to_owned(),
+                |t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string()
+            ),
+            job.copies,
+            job.subject.as_deref().unwrap_or(NONE),
+            match (&job.malformed, &job.error) {
+                (Some(m), _) => format!("malformed: {m}"),
+                (None, Some(e)) => e.clone(),
+                (None, None) => NONE.to_owned(),
+            }
+        );
+    }
+    let messages: usize = l.jobs.iter().map(|j| j.copies).sum();
+    println!("{} failed job(s) in {messages} message(s)", l.jobs.len());
+    if l.jobs.len() > limit {
+        println!("{} more not shown (--limit)", l.jobs.len() - limit);
+    }
+}
+
+fn job_line(job: &dead_letters::DeadJob) -> String {
+    let mut line = format!(
+        "{} {} ({})",
+        job.id,
+        job.kind.as_deref().unwrap_or(NONE),
+        job.subject
+            .as_deref()
+            .or(job.malformed.as_deref())
+            .unwrap_or(NONE)
+    );
+    if job.copies > 1 {
+        line.push_str(&format!(", {} copies", job.copies));
+    }
+    line
+}
+
+fn print_outcome(verb: &str, o: &dead_letters::Outcome) {
+    for job in &o.done {
+        println!("{verb} {}", job_line(job));
+    }
+    let messages: usize = o.done.iter().map(|j| j.copies).sum();
+    println!("{} job(s) {verb} ({messages} message(s))", o.done.len());
+    if !o.left_malformed.is_empty() {
+        println!(
+            "{} malformed message(s) left in {}: they can be purged, not replayed",
+            o.left_malformed.len(),
+            o.scanned.queue
+        );
+    }
+    if !o.scanned.complete {
+        println!(
+            "{} held more than the {} message(s) read: run again for the rest",
+            o.scanned.queue, o.scanned.read
+        );
+    }
 }

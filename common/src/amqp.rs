@@ -340,3 +340,10 @@ pub async fn connect(url: &str) -> anyhow::Result<Connection> {
         .await
         .context("connecting to RabbitMQ (AMQP_URL)")
 }
+
+/// Headers of a job the worker dead-lettered (docs/operations.md, "Failed jobs").
+pub const DEAD_KIND_HEADER: &str = "i9-kind";
+pub const DEAD_ATTEMPT_HEADER: &str = "i9-attempt";
+pub const DEAD_ERROR_HEADER: &str = "i9-error";
+pub const DEAD_AT_HEADER: &str = "i9-dead-at";
+pub const DEAD_REASON_HEADER: &str = "i9-reason";

@@ -6,6 +6,7 @@ pub mod amqp;
 pub mod config;
 pub mod crypto;
 pub mod db;
+pub mod dead_letters;
 pub mod domain;
 pub mod events;
 pub mod html;

@@ -5,6 +5,7 @@
 mod access;
 mod auth;
 mod callbacks;
+mod dead_letters;
 mod employee_writes;
 mod jobs;
 mod lifecycle;
