@@ -3,7 +3,7 @@
 //! request id and answered as an opaque 500. An error that means "the
 //! database is not available right now" ([`i9_common::db::is_unavailable`]),
 //! whether it arrives as a `sqlx::Error` or inside an `anyhow::Error`, is a
-//! 503 with `Retry-After` instead (docs/api.md, "Operations").
+//! 503 with `Retry-After` instead (docs/operations.md, "Start-up, outages and readiness").
 
 use axum::{
     http::{header, HeaderValue, StatusCode},

@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use lapin::{
     options::{
-        ExchangeDeclareOptions, ExchangeDeleteOptions, QueueBindOptions, QueueDeclareOptions,
-        QueueDeleteOptions,
+        BasicPublishOptions, ExchangeDeclareOptions, ExchangeDeleteOptions, QueueBindOptions,
+        QueueDeclareOptions, QueueDeleteOptions,
     },
+    publisher_confirm::Confirmation,
     types::{AMQPValue, FieldTable},
-    Channel, Connection, ConnectionProperties, ExchangeKind,
+    BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind,
 };
 
 use crate::jobs::JobKind;
@@ -341,9 +342,45 @@ pub async fn connect(url: &str) -> anyhow::Result<Connection> {
         .context("connecting to RabbitMQ (AMQP_URL)")
 }
 
-/// Headers of a job the worker dead-lettered (docs/operations.md, "Failed jobs").
-pub const DEAD_KIND_HEADER: &str = "i9-kind";
-pub const DEAD_ATTEMPT_HEADER: &str = "i9-attempt";
-pub const DEAD_ERROR_HEADER: &str = "i9-error";
-pub const DEAD_AT_HEADER: &str = "i9-dead-at";
-pub const DEAD_REASON_HEADER: &str = "i9-reason";
+/// Publish with `mandatory` on a channel in confirm mode and wait for the
+/// broker's confirm: unroutable, refused or unconfirmed within `timeout` is
+/// an error.
+pub async fn publish_confirmed(
+    channel: &Channel,
+    exchange: &str,
+    routing_key: &str,
+    body: &[u8],
+    props: BasicProperties,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let confirm = tokio::time::timeout(
+        timeout,
+        channel.basic_publish(
+            exchange,
+            routing_key,
+            BasicPublishOptions {
+                mandatory: true,
+                ..Default::default()
+            },
+            body,
+            props,
+        ),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("publishing to {exchange} timed out"))?
+    .with_context(|| format!("publishing to {exchange}"))?;
+    match tokio::time::timeout(timeout, confirm).await {
+        Ok(Ok(Confirmation::Ack(None))) => Ok(()),
+        Ok(Ok(Confirmation::Ack(Some(_)))) => Err(anyhow::anyhow!(
+            "{exchange} has no queue for {routing_key} (is the topology declared?)"
+        )),
+        Ok(Ok(Confirmation::Nack(_))) => Err(anyhow::anyhow!("the broker refused the message")),
+        Ok(Ok(Confirmation::NotRequested)) => {
+            Err(anyhow::anyhow!("the channel has no publisher confirms"))
+        }
+        Ok(Err(e)) => Err(anyhow::Error::new(e).context("waiting for the broker's confirm")),
+        Err(_) => Err(anyhow::anyhow!(
+            "the broker's confirm from {exchange} timed out"
+        )),
+    }
+}

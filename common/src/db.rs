@@ -53,7 +53,7 @@ pub async fn migrate(config: &Config) -> anyhow::Result<()> {
 /// or terminated, the server is shutting down, starting up or full, it is a
 /// read-only standby (after a failover), or the pool gave up waiting. Such a
 /// request may succeed if retried later (the API answers 503 with
-/// `Retry-After`; see docs/api.md, "Operations").
+/// `Retry-After`; see docs/operations.md, "Start-up, outages and readiness").
 pub fn is_unavailable(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::PoolTimedOut

@@ -28,9 +28,8 @@ use lapin::{
     message::{Delivery, DeliveryResult},
     options::{
         BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicNackOptions,
-        BasicPublishOptions, BasicQosOptions, ConfirmSelectOptions, QueueDeclareOptions,
+        BasicQosOptions, ConfirmSelectOptions, QueueDeclareOptions,
     },
-    publisher_confirm::Confirmation,
     types::{AMQPValue, FieldTable},
     BasicProperties, Channel, Connection,
 };
@@ -51,7 +50,7 @@ pub const MAX_ERROR_CHARS: usize = 500;
 
 /// The attempt header of workers before the `i9-` headers, still on the
 /// messages they dead-lettered.
-const LEGACY_ATTEMPT_HEADER: &str = "x-i9-attempt";
+use crate::amqp::{publish_confirmed, LEGACY_ATTEMPT_HEADER};
 
 /// The most messages one run can hold: AMQP's largest prefetch.
 pub const MAX_MESSAGES_PER_RUN: usize = u16::MAX as usize;
@@ -930,40 +929,6 @@ where
         // The innermost cause alone: lapin's errors repeat their causes.
         Ok(r) => r.map_err(|e| anyhow!("{what} failed: {}", e.into().root_cause())),
         Err(_) => Err(anyhow!("{what} took longer than {limit:?}")),
-    }
-}
-
-/// Publish with `mandatory` and wait for the broker's confirm.
-async fn publish_confirmed(
-    channel: &Channel,
-    exchange: &str,
-    routing_key: &str,
-    body: &[u8],
-    props: BasicProperties,
-    timeout: Duration,
-) -> anyhow::Result<()> {
-    let confirm = timed(
-        timeout,
-        "publishing",
-        channel.basic_publish(
-            exchange,
-            routing_key,
-            BasicPublishOptions {
-                mandatory: true,
-                ..Default::default()
-            },
-            body,
-            props,
-        ),
-    )
-    .await?;
-    match timed(timeout, "waiting for the broker's confirm", confirm).await? {
-        Confirmation::Ack(None) => Ok(()),
-        Confirmation::Ack(Some(_)) => Err(anyhow!(
-            "{exchange} has no queue for {routing_key} (is the topology declared?)"
-        )),
-        Confirmation::Nack(_) => Err(anyhow!("the broker refused the message")),
-        Confirmation::NotRequested => Err(anyhow!("the channel has no publisher confirms")),
     }
 }
 

@@ -11,20 +11,17 @@ use std::time::Duration;
 use anyhow::{anyhow, Context as _};
 use futures_util::StreamExt;
 use i9_common::{
-    amqp::{
-        self, Topology, ATTEMPT_HEADER, DEAD_ATTEMPT_HEADER, DEAD_AT_HEADER, DEAD_ERROR_HEADER,
-        DEAD_KIND_HEADER, DEAD_REASON_HEADER, DELAY_HEADER, LEGACY_ATTEMPT_HEADER,
-    },
+    amqp::{self, Topology, ATTEMPT_HEADER, DELAY_HEADER, LEGACY_ATTEMPT_HEADER},
+    dead_letters::{self, DeadLetter, DeadReason},
     jobs::{Envelope, JobKind},
     retry::RetryPolicy,
 };
 use lapin::{
     message::Delivery,
     options::{
-        BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicPublishOptions,
-        BasicQosOptions, BasicRejectOptions, ConfirmSelectOptions, QueueDeclareOptions,
+        BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicQosOptions,
+        BasicRejectOptions, ConfirmSelectOptions, QueueDeclareOptions,
     },
-    publisher_confirm::Confirmation,
     types::{AMQPValue, FieldTable, ShortString},
     BasicProperties, Channel, Connection,
 };
@@ -299,7 +296,7 @@ enum Settle {
         error: anyhow::Error,
     },
     Dead {
-        reason: &'static str,
+        reason: DeadReason,
         error: anyhow::Error,
     },
 }
@@ -331,11 +328,11 @@ async fn process(
     let settle = match outcome {
         Ok(()) => Settle::Done,
         Err(JobError::Fatal(error)) => Settle::Dead {
-            reason: "fatal",
+            reason: DeadReason::Fatal,
             error,
         },
         Err(JobError::Retryable(error)) if policy.exhausted(attempt) => Settle::Dead {
-            reason: "exhausted",
+            reason: DeadReason::Exhausted,
             error,
         },
         Err(JobError::Retryable(error)) => Settle::Retry { error },
@@ -353,10 +350,10 @@ async fn process(
             let headers = retry_headers(&d, attempt + 1, nominal);
             let props = job_properties(&d, headers)
                 .with_expiration(ShortString::from(wait.as_millis().max(1).to_string()));
-            publish(
+            amqp::publish_confirmed(
                 channel,
                 &config.topology.delay_exchange(),
-                kind,
+                kind.name(),
                 &d.data,
                 props,
                 io,
@@ -365,17 +362,15 @@ async fn process(
         }
         Settle::Dead { reason, error } => {
             let error = format!("{error:#}");
-            tracing::error!(kind = kind.name(), %job_id, attempt, reason, %error, "job failed for good; dead-lettering it");
-            let props = job_properties(&d, dead_headers(kind, attempt, reason, &error));
-            publish(
-                channel,
-                &config.topology.dead_letter_exchange(),
+            tracing::error!(kind = kind.name(), %job_id, attempt, reason = reason.as_str(), %error, "job failed for good; dead-lettering it");
+            let dead = DeadLetter {
+                job_id: env.as_ref().ok().map(|e| e.job_id),
                 kind,
-                &d.data,
-                props,
-                io,
-            )
-            .await
+                attempt,
+                error: &error,
+                reason: *reason,
+            };
+            dead_letters::publish(channel, &config.topology, &d.data, &dead, io).await
         }
     };
     match parked {
@@ -429,32 +424,6 @@ fn retry_headers(d: &Delivery, next_attempt: u32, nominal: Duration) -> FieldTab
     headers
 }
 
-fn dead_headers(kind: JobKind, attempt: u32, reason: &str, error: &str) -> FieldTable {
-    let mut headers = FieldTable::default();
-    headers.insert(
-        DEAD_KIND_HEADER.into(),
-        AMQPValue::LongString(kind.name().into()),
-    );
-    headers.insert(
-        DEAD_ATTEMPT_HEADER.into(),
-        AMQPValue::LongLongInt(i64::from(attempt)),
-    );
-    let error: String = error.chars().take(500).collect();
-    headers.insert(
-        DEAD_ERROR_HEADER.into(),
-        AMQPValue::LongString(error.as_str().into()),
-    );
-    headers.insert(
-        DEAD_AT_HEADER.into(),
-        AMQPValue::LongString(chrono::Utc::now().to_rfc3339().as_str().into()),
-    );
-    headers.insert(
-        DEAD_REASON_HEADER.into(),
-        AMQPValue::LongString(reason.into()),
-    );
-    headers
-}
-
 fn job_properties(d: &Delivery, headers: FieldTable) -> BasicProperties {
     let props = BasicProperties::default()
         .with_delivery_mode(2)
@@ -463,39 +432,5 @@ fn job_properties(d: &Delivery, headers: FieldTable) -> BasicProperties {
     match d.properties.message_id() {
         Some(id) => props.with_message_id(id.clone()),
         None => props,
-    }
-}
-
-/// Publish a copy of a job with confirms and `mandatory`: unroutable, nacked
-/// or unconfirmed in time is an error.
-async fn publish(
-    channel: &Channel,
-    exchange: &str,
-    kind: JobKind,
-    body: &[u8],
-    props: BasicProperties,
-    io: Duration,
-) -> anyhow::Result<()> {
-    let confirm = tokio::time::timeout(
-        io,
-        channel.basic_publish(
-            exchange,
-            kind.name(),
-            BasicPublishOptions {
-                mandatory: true,
-                ..Default::default()
-            },
-            body,
-            props,
-        ),
-    )
-    .await
-    .map_err(|_| anyhow!("publish to {exchange} timed out"))??;
-    match tokio::time::timeout(io, confirm).await {
-        Ok(Ok(Confirmation::Ack(None))) => Ok(()),
-        Ok(Ok(Confirmation::Ack(Some(_)))) => Err(anyhow!("{exchange} has no queue for it")),
-        Ok(Ok(other)) => Err(anyhow!("publish to {exchange} not accepted: {other:?}")),
-        Ok(Err(e)) => Err(e.into()),
-        Err(_) => Err(anyhow!("confirm from {exchange} timed out")),
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! A readiness probe must stay cheap however often it is called: RabbitMQ is
 //! checked on one connection kept by the process ([`BrokerCheck`]), and
-//! concurrent probes share one check (docs/api.md, "Operations").
+//! concurrent probes share one check (docs/operations.md, "Start-up, outages and readiness").
 
 use std::time::{Duration, Instant};
 

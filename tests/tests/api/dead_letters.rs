@@ -195,7 +195,7 @@ impl Drop for Broker {
                 rt.block_on(async {
                     if let Ok(conn) = i9_common::amqp::connect(&i9_tests::amqp_url()).await {
                         if let Ok(ch) = conn.create_channel().await {
-                            let _ = topology.delete(&ch).await;
+                            let _ = topology.delete(&ch, &[]).await;
                         }
                         let _ = conn.close(200, "test done").await;
                     }
