@@ -365,6 +365,8 @@ async fn a_worker_removes_the_retry_topology_of_older_releases() {
         "x-queue-type".into(),
         AMQPValue::LongString("quorum".into()),
     );
+    // Should the test fail, RabbitMQ removes them a minute after their last use.
+    quorum.insert("x-expires".into(), AMQPValue::LongLongInt(60_000));
     for secs in [1, 5] {
         let queue = format!("{old_exchange}.{secs}s");
         ch.queue_declare(
