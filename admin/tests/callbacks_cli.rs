@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use i9_tests::{eventually, spawn, Receiver, Stack, ATS_BOT};
+use i9_tests::{eventually, spawn, Stack, ATS_BOT};
 use serde_json::json;
 
 fn admin(db_url: &str, args: &[&str]) -> (bool, String, String) {
@@ -32,14 +32,7 @@ async fn an_operator_lists_and_redelivers_a_dead_lettered_callback() {
         |c| c.allow_private_callbacks = true,
     )
     .await;
-    let receiver = Receiver::start().await;
-    sqlx::query(
-        "UPDATE oauth_clients SET integration_hr_url = $1 WHERE client_id = 'greenhouse-ats'",
-    )
-    .bind(&receiver.url)
-    .execute(app.pool())
-    .await
-    .unwrap();
+    let receiver = app.partner_endpoint().await;
     receiver.fail_next(1_000);
     let token = app
         .sign_in_with(("greenhouse-ats", "ats-secret-change-me"), ATS_BOT, None)

@@ -377,6 +377,20 @@ impl TestApp {
             .await[0]
     }
 
+    /// A partner's callback endpoint, set as the example partner client's
+    /// (`greenhouse-ats`) `integrationHrUrl`.
+    pub async fn partner_endpoint(&self) -> Receiver {
+        let receiver = Receiver::start().await;
+        sqlx::query(
+            "UPDATE oauth_clients SET integration_hr_url = $1 WHERE client_id = 'greenhouse-ats'",
+        )
+        .bind(&receiver.url)
+        .execute(self.pool())
+        .await
+        .expect("set the partner's callback URL");
+        receiver
+    }
+
     /// A receiver that turns true when the test ends (for tasks a test starts itself).
     pub fn stop_signal(&self) -> watch::Receiver<bool> {
         self.stop.subscribe()

@@ -9,7 +9,7 @@
 use std::{process::Stdio, time::Duration};
 
 use fantoccini::{ClientBuilder, Locator};
-use i9_tests::{eventually, spawn, Receiver, Stack, ATS_BOT};
+use i9_tests::{eventually, spawn, Stack, ATS_BOT};
 use serde_json::{json, Value};
 
 struct Driver(std::process::Child);
@@ -41,14 +41,7 @@ async fn an_employee_signs_section_1_in_a_browser() {
         |c| c.allow_private_callbacks = true,
     )
     .await;
-    let receiver = Receiver::start().await;
-    sqlx::query(
-        "UPDATE oauth_clients SET integration_hr_url = $1 WHERE client_id = 'greenhouse-ats'",
-    )
-    .bind(&receiver.url)
-    .execute(app.pool())
-    .await
-    .unwrap();
+    let receiver = app.partner_endpoint().await;
     let token = app
         .sign_in_with(("greenhouse-ats", "ats-secret-change-me"), ATS_BOT, None)
         .await["access_token"]

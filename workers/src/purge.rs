@@ -17,7 +17,7 @@
 //! Records (employees, I-9s, partner events and their attempts, the audit
 //! log) are never purged here.
 
-use std::time::Duration;
+use std::{collections::BTreeMap, time::Duration};
 
 use i9_common::Config;
 use sqlx::PgPool;
@@ -53,31 +53,77 @@ impl Retention {
     }
 }
 
-/// Rows deleted by one round, by table.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Purged {
-    pub idempotency_keys: u64,
-    pub access_tokens: u64,
-    pub refresh_tokens: u64,
-    pub oauth_grants: u64,
-    pub password_set_tokens: u64,
-    pub sign_in_failures: u64,
-    pub processed_jobs: u64,
-    pub job_outbox: u64,
-}
+/// What one round purges: for each table, the statement that deletes one
+/// batch of its expired rows (`$1` the retention in seconds, `$2` the batch
+/// size), and which retention applies.
+const RULES: [(&str, &str, fn(&Retention) -> Duration); 8] = [
+    (
+        "idempotency_keys",
+        "DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
+           SELECT ctid FROM idempotency_keys
+           WHERE created_at < now() - make_interval(secs => $1) LIMIT $2))",
+        |r| r.idempotency,
+    ),
+    (
+        "access_tokens",
+        "DELETE FROM access_tokens WHERE ctid = ANY (ARRAY(
+           SELECT ctid FROM access_tokens
+           WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
+        |_| Duration::ZERO,
+    ),
+    (
+        "refresh_tokens",
+        "DELETE FROM refresh_tokens WHERE ctid = ANY (ARRAY(
+           SELECT ctid FROM refresh_tokens
+           WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
+        |_| Duration::ZERO,
+    ),
+    // A sign-in with no token left, older than a refresh token lives, can
+    // issue nothing more.
+    (
+        "oauth_grants",
+        "DELETE FROM oauth_grants WHERE ctid = ANY (ARRAY(
+           SELECT ctid FROM oauth_grants o
+           WHERE o.created_at < now() - make_interval(secs => $1)
+             AND NOT EXISTS (SELECT 1 FROM access_tokens a WHERE a.grant_id = o.id)
+             AND NOT EXISTS (SELECT 1 FROM refresh_tokens t WHERE t.grant_id = o.id)
+           LIMIT $2))",
+        |r| r.refresh_tokens,
+    ),
+    (
+        "password_set_tokens",
+        "DELETE FROM password_set_tokens WHERE ctid = ANY (ARRAY(
+           SELECT ctid FROM password_set_tokens
+           WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
+        |_| Duration::ZERO,
+    ),
+    (
+        "sign_in_failures",
+        "DELETE FROM sign_in_failures WHERE ctid = ANY (ARRAY(
+           SELECT ctid FROM sign_in_failures
+           WHERE failed_at < now() - make_interval(secs => $1) LIMIT $2))",
+        |r| r.sign_in_failures,
+    ),
+    (
+        "processed_jobs",
+        "DELETE FROM processed_jobs WHERE ctid = ANY (ARRAY(
+           SELECT ctid FROM processed_jobs
+           WHERE COALESCE(processed_at, claimed_until) < now() - make_interval(secs => $1)
+           LIMIT $2))",
+        |r| r.processed_jobs,
+    ),
+    // Never a job not yet published.
+    (
+        "job_outbox",
+        "DELETE FROM job_outbox WHERE ctid = ANY (ARRAY(
+           SELECT ctid FROM job_outbox
+           WHERE published_at < now() - make_interval(secs => $1) LIMIT $2))",
+        |r| r.outbox,
+    ),
+];
 
-impl Purged {
-    pub fn total(&self) -> u64 {
-        self.idempotency_keys
-            + self.access_tokens
-            + self.refresh_tokens
-            + self.oauth_grants
-            + self.password_set_tokens
-            + self.sign_in_failures
-            + self.processed_jobs
-            + self.job_outbox
-    }
-}
+/// Rows deleted by one round, by table.
+pub type Purged = BTreeMap<&'static str, u64>;
 
 /// Purge every `retention.interval` until `shutdown`, the first round soon
 /// after start.
@@ -90,7 +136,9 @@ pub async fn run(pool: PgPool, retention: Retention, mut shutdown: watch::Receiv
         }
         wait = retention.interval;
         match purge_if_first(&pool, &retention).await {
-            Ok(Some(p)) if p.total() > 0 => tracing::info!(?p, "purged expired rows"),
+            Ok(Some(p)) if p.values().any(|n| *n > 0) => {
+                tracing::info!(?p, "purged expired rows")
+            }
             Ok(_) => {}
             Err(e) => {
                 tracing::warn!(error = %e, "purging expired rows failed; trying again next round")
@@ -120,8 +168,7 @@ pub async fn purge_if_first(
     purged.map(Some)
 }
 
-/// Delete, `BATCH` rows at a time, what `sql` (a statement with the
-/// retention in seconds as `$1` and the batch size as `$2`) selects.
+/// Delete, `BATCH` rows at a time, what `sql` selects.
 async fn batches(pool: &PgPool, sql: &str, retention: Duration) -> Result<u64, sqlx::Error> {
     let mut deleted = 0;
     for _ in 0..MAX_BATCHES {
@@ -140,77 +187,10 @@ async fn batches(pool: &PgPool, sql: &str, retention: Duration) -> Result<u64, s
 }
 
 /// One round over every table.
-pub async fn purge(pool: &PgPool, r: &Retention) -> Result<Purged, sqlx::Error> {
-    Ok(Purged {
-        idempotency_keys: batches(
-            pool,
-            "DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
-               SELECT ctid FROM idempotency_keys
-               WHERE created_at < now() - make_interval(secs => $1) LIMIT $2))",
-            r.idempotency,
-        )
-        .await?,
-        access_tokens: batches(
-            pool,
-            "DELETE FROM access_tokens WHERE ctid = ANY (ARRAY(
-               SELECT ctid FROM access_tokens
-               WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
-            Duration::ZERO,
-        )
-        .await?,
-        refresh_tokens: batches(
-            pool,
-            "DELETE FROM refresh_tokens WHERE ctid = ANY (ARRAY(
-               SELECT ctid FROM refresh_tokens
-               WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
-            Duration::ZERO,
-        )
-        .await?,
-        // A sign-in with no token left, older than a refresh token lives,
-        // can issue nothing more.
-        oauth_grants: batches(
-            pool,
-            "DELETE FROM oauth_grants g WHERE g.ctid = ANY (ARRAY(
-               SELECT ctid FROM oauth_grants o
-               WHERE o.created_at < now() - make_interval(secs => $1)
-                 AND NOT EXISTS (SELECT 1 FROM access_tokens a WHERE a.grant_id = o.id)
-                 AND NOT EXISTS (SELECT 1 FROM refresh_tokens t WHERE t.grant_id = o.id)
-               LIMIT $2))",
-            r.refresh_tokens,
-        )
-        .await?,
-        password_set_tokens: batches(
-            pool,
-            "DELETE FROM password_set_tokens WHERE ctid = ANY (ARRAY(
-               SELECT ctid FROM password_set_tokens
-               WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
-            Duration::ZERO,
-        )
-        .await?,
-        sign_in_failures: batches(
-            pool,
-            "DELETE FROM sign_in_failures WHERE ctid = ANY (ARRAY(
-               SELECT ctid FROM sign_in_failures
-               WHERE failed_at < now() - make_interval(secs => $1) LIMIT $2))",
-            r.sign_in_failures,
-        )
-        .await?,
-        processed_jobs: batches(
-            pool,
-            "DELETE FROM processed_jobs WHERE ctid = ANY (ARRAY(
-               SELECT ctid FROM processed_jobs
-               WHERE COALESCE(processed_at, claimed_until) < now() - make_interval(secs => $1)
-               LIMIT $2))",
-            r.processed_jobs,
-        )
-        .await?,
-        job_outbox: batches(
-            pool,
-            "DELETE FROM job_outbox WHERE ctid = ANY (ARRAY(
-               SELECT ctid FROM job_outbox
-               WHERE published_at < now() - make_interval(secs => $1) LIMIT $2))",
-            r.outbox,
-        )
-        .await?,
-    })
+pub async fn purge(pool: &PgPool, retention: &Retention) -> Result<Purged, sqlx::Error> {
+    let mut purged = Purged::new();
+    for (table, sql, keep) in RULES {
+        purged.insert(table, batches(pool, sql, keep(retention)).await?);
+    }
+    Ok(purged)
 }

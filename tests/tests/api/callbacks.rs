@@ -17,14 +17,7 @@ async fn stack(allow_private: bool) -> (TestApp, Receiver) {
         move |c| c.allow_private_callbacks = allow_private,
     )
     .await;
-    let receiver = Receiver::start().await;
-    sqlx::query(
-        "UPDATE oauth_clients SET integration_hr_url = $1 WHERE client_id = 'greenhouse-ats'",
-    )
-    .bind(&receiver.url)
-    .execute(app.pool())
-    .await
-    .unwrap();
+    let receiver = app.partner_endpoint().await;
     (app, receiver)
 }
 

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use i9_common::jobs::JobKind;
-use i9_tests::{eventually, spawn, test_worker_config, Receiver, Stack, TestApp, ADMIN};
+use i9_tests::{eventually, spawn, test_worker_config, Stack, TestApp, ADMIN};
 use lapin::{options::BasicPublishOptions, BasicProperties};
 use serde_json::{json, Value};
 
@@ -138,14 +138,7 @@ async fn three_copies_of_an_email_job_at_once_send_one_email() {
 #[tokio::test]
 async fn three_copies_of_a_callback_job_at_once_post_the_event_once() {
     let app = stack(true).await;
-    let receiver = Receiver::start().await;
-    sqlx::query(
-        "UPDATE oauth_clients SET integration_hr_url = $1 WHERE client_id = 'greenhouse-ats'",
-    )
-    .bind(&receiver.url)
-    .execute(app.pool())
-    .await
-    .unwrap();
+    let receiver = app.partner_endpoint().await;
     receiver.slow_down(Duration::from_millis(1500));
     let mut wc = test_worker_config(&app.topology);
     wc.prefetch = 4;

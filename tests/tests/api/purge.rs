@@ -160,16 +160,16 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
     let purged = purge(app.pool(), &retention()).await.unwrap();
     assert_eq!(
         purged,
-        Purged {
-            idempotency_keys: 1,
-            access_tokens: 1,
-            refresh_tokens: 1,
-            oauth_grants: 1,
-            password_set_tokens: 1,
-            sign_in_failures: 1,
-            processed_jobs: 2,
-            job_outbox: 1,
-        }
+        Purged::from([
+            ("idempotency_keys", 1),
+            ("access_tokens", 1),
+            ("refresh_tokens", 1),
+            ("oauth_grants", 1),
+            ("password_set_tokens", 1),
+            ("sign_in_failures", 1),
+            ("processed_jobs", 2),
+            ("job_outbox", 1),
+        ])
     );
     for (table, left) in [
         ("idempotency_keys", 1),
@@ -193,7 +193,8 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
     assert_eq!(count(&app, "audit_log").await, audit);
 
     // A second round finds nothing more.
-    assert_eq!(purge(app.pool(), &retention()).await.unwrap().total(), 0);
+    let again = purge(app.pool(), &retention()).await.unwrap();
+    assert_eq!(again.values().sum::<u64>(), 0, "{again:?}");
 }
 
 #[tokio::test]
@@ -219,5 +220,5 @@ async fn one_worker_purges_at_a_time() {
         .await
         .unwrap();
     let purged = purge_if_first(app.pool(), &retention()).await.unwrap();
-    assert_eq!(purged.map(|p| p.sign_in_failures), Some(1));
+    assert_eq!(purged.map(|p| p["sign_in_failures"]), Some(1));
 }

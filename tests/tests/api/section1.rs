@@ -2,7 +2,7 @@
 //! Spanish, signing, the redirect to employeeReturnUrl, single use, and the
 //! partner's callback.
 
-use i9_tests::{eventually, spawn, Receiver, Stack, TestApp, ATS_BOT};
+use i9_tests::{eventually, spawn, Stack, TestApp, ATS_BOT};
 use serde_json::{json, Value};
 
 const ATS: (&str, &str) = ("greenhouse-ats", "ats-secret-change-me");
@@ -52,14 +52,7 @@ async fn the_employee_signs_section_1_and_returns_to_the_partner() {
         |c| c.allow_private_callbacks = true,
     )
     .await;
-    let receiver = Receiver::start().await;
-    sqlx::query(
-        "UPDATE oauth_clients SET integration_hr_url = $1 WHERE client_id = 'greenhouse-ats'",
-    )
-    .bind(&receiver.url)
-    .execute(app.pool())
-    .await
-    .unwrap();
+    let receiver = app.partner_endpoint().await;
     let (id, link) = hire(&app, "cand-s1", 1).await;
 
     let page = app.http.get(&link).send().await.unwrap();
