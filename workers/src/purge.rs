@@ -9,7 +9,7 @@
 //! - `access_tokens`, `refresh_tokens` and `password_set_tokens` past their
 //!   expiry, and sign-ins (`oauth_grants`) with no token left, once their
 //!   refresh lifetime is over;
-//! - `sign_in_failures` older than the throttling window (and a day at least);
+//! - `sign_in_failures` older than the throttling window (they count only within it);
 //! - `processed_jobs` done (or claimed and abandoned) longer ago than their
 //!   retention (30 days: a copy of a job older than that would act again);
 //! - `job_outbox` rows published longer ago than their retention (7 days).
@@ -47,7 +47,7 @@ impl Retention {
             idempotency: config.retention_idempotency,
             processed_jobs: config.retention_processed_jobs,
             outbox: config.retention_outbox,
-            sign_in_failures: config.sign_in_window.max(Duration::from_secs(24 * 3600)),
+            sign_in_failures: config.sign_in_window,
             refresh_tokens: config.refresh_token_ttl,
         }
     }
