@@ -295,6 +295,11 @@ enum Settle {
     Retry {
         error: anyhow::Error,
     },
+    /// Another copy holds the job's claim: wait for it to lapse, and try
+    /// again with the same attempt number.
+    Wait {
+        lapses_in: Duration,
+    },
     Dead {
         reason: DeadReason,
         error: anyhow::Error,
@@ -336,6 +341,7 @@ async fn process(
             error,
         },
         Err(JobError::Retryable(error)) => Settle::Retry { error },
+        Err(JobError::Busy { lapses_in }) => Settle::Wait { lapses_in },
     };
     if let (Settle::Dead { .. }, Ok(env)) = (&settle, &env) {
         jobs::on_dead_letter(ctx, env).await;
@@ -347,18 +353,21 @@ async fn process(
             let wait = policy.delay(attempt);
             let nominal = policy.nominal(attempt);
             tracing::warn!(kind = kind.name(), %job_id, attempt, retry_in_ms = wait.as_millis() as u64, error = %format!("{error:#}"), "job failed; will retry");
-            let headers = retry_headers(&d, attempt + 1, nominal);
-            let props = job_properties(&d, headers)
-                .with_expiration(ShortString::from(wait.as_millis().max(1).to_string()));
-            amqp::publish_confirmed(
-                channel,
-                &config.topology.delay_exchange(),
-                kind.name(),
-                &d.data,
-                props,
-                io,
-            )
-            .await
+            park(channel, config, kind, &d, attempt + 1, nominal, wait).await
+        }
+        Settle::Wait { lapses_in } => {
+            // The shortest wait of the policy that covers the claim, and the
+            // claim's own remaining time (plus a little) as the copy's expiry.
+            let waits = policy.waits();
+            let nominal = waits
+                .iter()
+                .copied()
+                .find(|w| *w >= *lapses_in)
+                .or(waits.last().copied())
+                .unwrap_or(policy.base);
+            let wait = (*lapses_in + Duration::from_millis(500)).min(nominal * 2);
+            tracing::info!(kind = kind.name(), %job_id, attempt, retry_in_ms = wait.as_millis() as u64, "another copy of this job is under way (or its worker died); trying again when its claim lapses");
+            park(channel, config, kind, &d, attempt, nominal, wait).await
         }
         Settle::Dead { reason, error } => {
             let error = format!("{error:#}");
@@ -414,11 +423,36 @@ fn own_headers(d: &Delivery) -> FieldTable {
     headers
 }
 
-fn retry_headers(d: &Delivery, next_attempt: u32, nominal: Duration) -> FieldTable {
+/// Park one copy of the delivery in the delay queue of `nominal`, expiring
+/// after `wait`, to come back as attempt `attempt`.
+async fn park(
+    channel: &Channel,
+    config: &WorkerConfig,
+    kind: JobKind,
+    d: &Delivery,
+    attempt: u32,
+    nominal: Duration,
+    wait: Duration,
+) -> anyhow::Result<()> {
+    let props = job_properties(d, retry_headers(d, attempt, nominal))
+        .with_expiration(ShortString::from(wait.as_millis().max(1).to_string()));
+    amqp::publish_confirmed(
+        channel,
+        &config.topology.delay_exchange(),
+        kind.name(),
+        &d.data,
+        props,
+        config.io_timeout,
+    )
+    .await
+}
+
+/// The headers of a parked copy: the attempt it will be, and its delay queue.
+fn retry_headers(d: &Delivery, attempt: u32, nominal: Duration) -> FieldTable {
     let mut headers = own_headers(d);
     headers.insert(
         ATTEMPT_HEADER.into(),
-        AMQPValue::LongLongInt(i64::from(next_attempt)),
+        AMQPValue::LongLongInt(i64::from(attempt)),
     );
     headers.insert(DELAY_HEADER.into(), Topology::delay_header(nominal));
     headers

@@ -169,3 +169,54 @@ async fn three_copies_of_a_callback_job_at_once_post_the_event_once() {
     assert_eq!(attempts, 1, "one attempt recorded");
     assert_eq!(app.dead_letters().await, 0);
 }
+
+#[tokio::test]
+async fn a_claim_left_by_a_dead_worker_delays_the_job_without_using_its_attempts() {
+    let app = stack(true).await;
+    let receiver = app.partner_endpoint().await;
+    let mut wc = test_worker_config(&app.topology);
+    let mut i9_only = wc.clone();
+    i9_only.kinds = vec![JobKind::CreateI9];
+    let (stop_i9, stop_i9_rx) = tokio::sync::watch::channel(false);
+    let i9_worker = app.start_worker_with(i9_only, stop_i9_rx);
+    hire(&app, "cand-once-2").await;
+    published_job(&app, JobKind::PostStatusCallback).await;
+    stop_i9.send(true).unwrap();
+    i9_worker.await.unwrap().unwrap();
+    // A worker died posting this event: its claim holds for 3 s more.
+    let event: uuid::Uuid = sqlx::query_scalar("SELECT id FROM partner_events")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO processed_jobs (job_id, kind, processed_at, claimed_until)
+         VALUES ($1, 'post_status_callback', NULL, now() + interval '3 seconds')",
+    )
+    .bind(event)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    // Two attempts in all: waiting for the claim must not use them up.
+    wc.callback_retry = i9_common::retry::RetryPolicy {
+        max_attempts: 2,
+        base: Duration::from_secs(1),
+        cap: Duration::from_secs(1),
+        jitter: 0.0,
+    };
+    let (stop, stop_rx) = tokio::sync::watch::channel(false);
+    let worker = app.start_worker_with(wc, stop_rx);
+    eventually(
+        "the callback is delivered once the claim lapses",
+        || async { receiver.received().len() == 1 },
+    )
+    .await;
+    settle(&app, JobKind::PostStatusCallback, stop, worker).await;
+    assert_eq!(receiver.attempts(), 1);
+    assert_eq!(app.dead_letters().await, 0, "not given up");
+    let recorded: Vec<Option<i32>> =
+        sqlx::query_scalar("SELECT http_status FROM callback_attempts")
+            .fetch_all(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(recorded, [Some(204)], "one attempt, the delivery");
+}

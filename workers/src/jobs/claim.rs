@@ -5,8 +5,9 @@
 //! its own, retried while the database is unavailable.
 //!
 //! A second copy that arrives while the first holds the claim is told
-//! [`Claim::Busy`] and retried later; one that arrives after is told
-//! [`Claim::Done`] and skipped with a log line. The one window left is a crash
+//! [`Claim::Busy`] and waits for the claim to lapse (without using one of
+//! its attempts); one that arrives after is told [`Claim::Done`] and skipped
+//! with a log line. The one window left is a crash
 //! after the effect and before its record: the claim then lapses and the
 //! next copy repeats the effect (docs/operations.md, "At least once").
 
@@ -27,7 +28,7 @@ pub const CALLBACK_HOLD: Duration = Duration::from_secs(60);
 pub const RECORD_PATIENCE: Duration = Duration::from_secs(300);
 
 /// Claim `key` before an effect: `Ok(true)` to go ahead; `Ok(false)` when it
-/// is done already (logged: the copy is skipped); a retryable error while
+/// is done already (logged: the copy is skipped); [`JobError::Busy`] while
 /// another copy holds it.
 pub async fn begin(pool: &PgPool, key: Uuid, kind: &str, hold: Duration) -> Result<bool, JobError> {
     match claim(pool, key, kind, hold).await? {
@@ -36,9 +37,7 @@ pub async fn begin(pool: &PgPool, key: Uuid, kind: &str, hold: Duration) -> Resu
             super::skipped(kind, key);
             Ok(false)
         }
-        Claim::Busy => Err(JobError::Retryable(anyhow::anyhow!(
-            "another worker is carrying out this job now"
-        ))),
+        Claim::Busy { lapses_in } => Err(JobError::Busy { lapses_in }),
     }
 }
 
@@ -73,9 +72,9 @@ pub enum Claim {
     Mine,
     /// The effect took place already.
     Done,
-    /// Another copy is carrying it out now (or crashed doing so, and its claim
-    /// has not lapsed yet).
-    Busy,
+    /// Another copy is carrying it out now (or its worker died doing so),
+    /// and its claim lapses in `lapses_in` at the latest.
+    Busy { lapses_in: Duration },
 }
 
 /// Claim `key` (the job id, or for a callback the event id) for `hold`,
@@ -101,15 +100,23 @@ pub async fn claim(
     if claimed.is_some() {
         return Ok(Claim::Mine);
     }
-    let done: Option<bool> =
-        sqlx::query_scalar("SELECT processed_at IS NOT NULL FROM processed_jobs WHERE job_id = $1")
-            .bind(key)
-            .fetch_optional(pool)
-            .await?;
-    Ok(if done == Some(true) {
-        Claim::Done
-    } else {
-        Claim::Busy
+    let held: Option<(bool, f64)> = sqlx::query_as(
+        "SELECT processed_at IS NOT NULL,
+                GREATEST(extract(epoch FROM claimed_until - now()), 0)::float8
+         FROM processed_jobs WHERE job_id = $1",
+    )
+    .bind(key)
+    .fetch_optional(pool)
+    .await?;
+    Ok(match held {
+        Some((true, _)) => Claim::Done,
+        Some((false, secs)) => Claim::Busy {
+            lapses_in: Duration::from_secs_f64(secs.clamp(0.0, hold.as_secs_f64())),
+        },
+        // Purged between the two statements: as good as lapsed.
+        None => Claim::Busy {
+            lapses_in: Duration::ZERO,
+        },
     })
 }
 

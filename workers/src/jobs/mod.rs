@@ -25,6 +25,10 @@ pub enum JobError {
     /// Will never succeed (a missing record, a bad address): dead-letter it.
     #[error("fatal: {0:#}")]
     Fatal(anyhow::Error),
+    /// Another copy of the job holds its claim ([`claim`]): not an attempt;
+    /// try again once the claim lapses, in `lapses_in` at the latest.
+    #[error("another copy of this job holds its claim for {lapses_in:?} more")]
+    Busy { lapses_in: std::time::Duration },
 }
 
 impl From<sqlx::Error> for JobError {
