@@ -12,7 +12,7 @@ export PUBLIC_BASE_URL="${PUBLIC_BASE_URL:-http://$BIND_ADDR}"
 export ALLOW_PRIVATE_CALLBACKS="${ALLOW_PRIVATE_CALLBACKS:-true}"
 
 cargo build --locked --bins
-bin=target/debug
+bin="${CARGO_TARGET_DIR:-target}/debug"
 "$bin/i9-admin" migrate
 "$bin/i9-admin" seed fixtures/org.json
 

@@ -29,7 +29,10 @@ struct Args {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    telemetry::init("info,i9_api=info,tower_http=info,sqlx=warn");
+    // lapin logs at ERROR what our own code reports (a refused login, a lost
+    // connection, a channel the broker closed) or what is expected (a probe of
+    // a queue that is not there); RUST_LOG=lapin=debug brings it back.
+    telemetry::init("info,i9_api=info,tower_http=info,sqlx=warn,lapin=off");
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -65,6 +65,7 @@ pub async fn wait_for_postgres(url: &str, deadline: Instant) -> anyhow::Result<(
             options.get_database().unwrap_or("<default>")
         ),
         password: password_of(url),
+        permanent: postgres_refusal,
     };
     target
         .wait(deadline, || async {
@@ -86,6 +87,7 @@ pub async fn wait_for_rabbitmq(url: &str, deadline: Instant) -> anyhow::Result<(
             uri.authority.host, uri.authority.port, uri.vhost
         ),
         password: Some(uri.authority.userinfo.password.clone()).filter(|p| !p.is_empty()),
+        permanent: rabbitmq_refusal,
     };
     target
         .wait(deadline, || async {
@@ -102,6 +104,36 @@ struct Target {
     variable: &'static str,
     address: String,
     password: Option<String>,
+    /// Whether an error is a refusal that waiting will not change (a wrong
+    /// password, a database or virtual host that does not exist).
+    permanent: fn(&anyhow::Error) -> bool,
+}
+
+/// Postgres refused the login or the database: SQLSTATE 28000, 28P01, 3D000.
+fn postgres_refusal(e: &anyhow::Error) -> bool {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<sqlx::Error>())
+        .any(|e| match e {
+            sqlx::Error::Database(db) => {
+                matches!(db.code().as_deref(), Some("28000" | "28P01" | "3D000"))
+            }
+            _ => false,
+        })
+}
+
+/// RabbitMQ refused the login or the virtual host.
+fn rabbitmq_refusal(e: &anyhow::Error) -> bool {
+    use lapin::protocol::{AMQPErrorKind, AMQPHardError, AMQPSoftError};
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<lapin::Error>())
+        .any(|e| match e {
+            lapin::Error::ProtocolError(amqp) => matches!(
+                amqp.kind(),
+                AMQPErrorKind::Soft(AMQPSoftError::ACCESSREFUSED)
+                    | AMQPErrorKind::Hard(AMQPHardError::NOTALLOWED)
+            ),
+            _ => false,
+        })
 }
 
 impl Target {
@@ -130,6 +162,13 @@ impl Target {
                     }
                     return Ok(());
                 }
+                Ok(Err(e)) if (self.permanent)(&e) => bail!(
+                    "{} at {} refused us: {}; check {}",
+                    self.what,
+                    self.address,
+                    self.scrub(&format!("{}", e.root_cause())),
+                    self.variable,
+                ),
                 Ok(Err(e)) => self.scrub(&format!("{}", e.root_cause())),
                 Err(_) => format!("no answer within {} s", limit.as_secs_f32()),
             };
@@ -195,8 +234,37 @@ mod tests {
             variable: "DATABASE_URL",
             address: "db:5432".into(),
             password: password_of("postgres://i9:s%40cret@db:5432/i9"),
+            permanent: postgres_refusal,
         };
         assert_eq!(t.scrub("auth failed for s@cret"), "auth failed for ***");
+    }
+
+    #[tokio::test]
+    async fn a_database_that_does_not_exist_is_refused_at_once() {
+        let url = crate::config::DEFAULT_DATABASE_URL.replace("/i9", "/i9_no_such_database");
+        let started = Instant::now();
+        let e = wait_for_postgres(&url, Instant::now() + Duration::from_secs(30))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("refused us") && e.contains("does not exist"), "{e}");
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the wait ended before its deadline"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_wrong_rabbitmq_password_is_refused_at_once() {
+        let e = wait_for_rabbitmq(
+            "amqp://guest:not-the-password@127.0.0.1:5672/%2f",
+            Instant::now() + Duration::from_secs(30),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("refused us") && e.contains("ACCESS_REFUSED"), "{e}");
+        assert!(!e.contains("not-the-password"), "{e}");
     }
 
     #[tokio::test]

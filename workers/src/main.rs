@@ -112,7 +112,10 @@ fn parse_kinds(names: &[String]) -> anyhow::Result<Vec<JobKind>> {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
-    telemetry::init("info,sqlx=warn,lapin=warn");
+    // lapin logs at ERROR what our own code reports (a lost connection, a
+    // channel the broker closed) or what is expected (a probe of a queue that
+    // is not there); RUST_LOG=lapin=debug brings it back.
+    telemetry::init("info,sqlx=warn,lapin=off");
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
