@@ -222,12 +222,18 @@ impl Row {
         if self.i9_present < self.i9_expected {
             m.push(lost("I-9(s)", self.i9_expected - self.i9_present));
         }
+        // A runaway cuts the phase short: what had not arrived then might have later.
+        let not_arrived = if self.runaway {
+            "had not arrived when the phase was cut short"
+        } else {
+            "never arrived"
+        };
         if self.emails.missing > 0 {
-            m.push(format!("{} email(s) never arrived", self.emails.missing));
+            m.push(format!("{} email(s) {not_arrived}", self.emails.missing));
         }
         if self.callbacks.missing > 0 {
             m.push(format!(
-                "{} callback(s) never arrived",
+                "{} callback(s) {not_arrived}",
                 self.callbacks.missing
             ));
         }
@@ -289,7 +295,8 @@ impl Row {
                 self.peak_queued
             ));
         }
-        if matches!(self.phase, Phase::Fault(_)) && self.recovered_after.is_none() {
+        if matches!(self.phase, Phase::Fault(_)) && self.recovered_after.is_none() && !self.runaway
+        {
             m.push("did not recover (effects of writes acknowledged before the fault's end still missing)".into());
         }
         if !self.drain.drained {
