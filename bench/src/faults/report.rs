@@ -49,6 +49,17 @@ fn secs(v: Option<f64>) -> String {
         .unwrap_or_else(|| "never".into())
 }
 
+/// Seconds, or why there are none: no fault (the soak), or no load after a runaway.
+fn recovery_cell(r: &Row, v: Option<f64>) -> String {
+    if matches!(r.phase, Phase::Soak) {
+        "n/a".into()
+    } else if r.runaway {
+        "cut short".into()
+    } else {
+        secs(v)
+    }
+}
+
 fn effects_cell(e: &Effects) -> String {
     format!(
         "{} / {} / {} / **{}**{} / **{}**",
@@ -76,7 +87,7 @@ fn name(row: &Row) -> &'static str {
 /// One line per row, printed as each phase ends.
 pub fn row_line(r: &Row) -> String {
     format!(
-        "faults: {}: acked {} | employees {}/{} | I-9s {}/{} (dup {}) | emails exp {} rcv {} dup {} miss {} | callbacks exp {} rcv {} dup {} miss {} | 5xx during {} (500: {}) | recovered after {} s | {}",
+        "faults: {}: acked {} | employees {}/{} | I-9s {}/{} (dup {}) | emails exp {} rcv {} dup {} miss {} | callbacks exp {} rcv {} dup {} miss {} | 5xx during {} (500: {}) | recovered after (s) {} | {}",
         name(r),
         r.acked,
         r.employees_present,
@@ -94,7 +105,7 @@ pub fn row_line(r: &Row) -> String {
         r.callbacks.missing,
         r.during.server_errors,
         r.during.internal_errors,
-        secs(r.recovered_after),
+        recovery_cell(r, r.recovered_after),
         if r.met() { "target met".to_owned() } else { format!("MISSED: {}", r.misses().join("; ")) }
     )
 }
@@ -124,16 +135,8 @@ fn table(rows: &[&Row]) -> String {
             } else {
                 errors_cell(&r.during)
             },
-            if matches!(r.phase, Phase::Soak) {
-                "n/a".into()
-            } else {
-                secs(r.api_back_after)
-            },
-            if matches!(r.phase, Phase::Soak) {
-                "n/a".into()
-            } else {
-                secs(r.recovered_after)
-            },
+            recovery_cell(r, r.api_back_after),
+            recovery_cell(r, r.recovered_after),
             if r.met() { "met" } else { "**missed**" }
         );
     }
@@ -393,10 +396,12 @@ pub fn markdown(r: &Results) -> String {
         "Columns: *emails* are counted by recipient (each write has its own address) and by \
          `Message-ID`; *callbacks* are the deliveries answered 2xx, by the partner's candidate id \
          and by `webhook-id`; *dup* = arrivals beyond one per write; *missing* = acknowledged \
-         writes with nothing arrived. *5xx during the fault*: answers from the fault's start \
+         writes with nothing arrived (when a runaway cut the phase short, not yet arrived \
+         then). *5xx during the fault*: answers from the fault's start \
          until the first 2xx to a request sent after its end. *Recovered after*: from the \
          fault's end until every write acknowledged by then had its effects (I-9 row, email, \
-         callback) and the API answered 2xx; `never` = not within the drain.\n"
+         callback) and the API answered 2xx; `never` = not within the drain; `cut short` = a \
+         runaway ended the phase before the load after the fault.\n"
     );
     let misses: Vec<(&str, Vec<String>)> = rows
         .iter()
