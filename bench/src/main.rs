@@ -7,8 +7,12 @@
 //! generator. Every loop is bounded in count and in time. The databases and
 //! the RabbitMQ queues it creates are removed at the end, also after an
 //! error or Ctrl-C.
+//!
+//! `i9-bench faults` is the fault suite instead (see [`faults`]), which
+//! writes `RELIABILITY.md`.
 
 mod bare;
+mod faults;
 mod load;
 mod ours;
 mod report;
@@ -17,16 +21,32 @@ mod sys;
 use std::{path::PathBuf, time::Duration};
 
 use anyhow::{bail, Context as _};
-use clap::Parser;
+use clap::{Parser, Subcommand};
 use i9_common::amqp::Topology;
 use sqlx::{Connection, Executor, PgConnection, PgPool};
 use tokio::{sync::watch, task::JoinHandle};
 
-#[derive(Parser, Debug, Clone)]
+/// The benchmark (the default), or another mode.
+#[derive(Parser, Debug)]
 #[command(
     name = "i9-bench",
-    about = "Benchmarks our API against a bare axum + sqlx program and writes BENCHMARKS.md"
+    about = "Benchmarks our API against a bare axum + sqlx program and writes BENCHMARKS.md",
+    args_conflicts_with_subcommands = true
 )]
+struct Cli {
+    #[command(subcommand)]
+    mode: Option<Mode>,
+    #[command(flatten)]
+    bench: Args,
+}
+
+#[derive(Subcommand, Debug)]
+enum Mode {
+    /// The fault suite: writes RELIABILITY.md (scripts/faults.sh).
+    Faults(faults::FaultArgs),
+}
+
+#[derive(clap::Args, Debug, Clone)]
 pub struct Args {
     /// Seconds of measured load per program.
     #[arg(long, default_value_t = 15)]
@@ -201,7 +221,11 @@ async fn delete_topology(url: &str, topology: &Topology) -> anyhow::Result<()> {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     i9_common::telemetry::init("warn");
-    let args = Args::parse();
+    let cli = Cli::parse();
+    if let Some(Mode::Faults(args)) = cli.mode {
+        return faults::main(args).await;
+    }
+    let args = cli.bench;
     args.check()?;
     let mut cleanup = Cleanup::new();
     let result = tokio::select! {

@@ -250,6 +250,14 @@ async fn publish_batch(
             Err(_) => failed.push((id, "no confirm within the timeout".into())),
         }
     }
+    // The fault suite's crash window (`failpoints` builds only; FAILPOINTS=relay-before-mark=return):
+    // confirmed by the broker, not yet marked. The process dies at once, as with SIGKILL.
+    #[cfg(feature = "failpoints")]
+    {
+        static ARMED: std::sync::Once = std::sync::Once::new();
+        ARMED.call_once(|| std::mem::forget(fail::FailScenario::setup()));
+        fail::fail_point!("relay-before-mark", |_| std::process::abort());
+    }
     sqlx::query(
         "UPDATE job_outbox SET published_at = now(), attempts = attempts + 1 WHERE id = ANY($1)",
     )
