@@ -247,7 +247,10 @@ mod tests {
             .await
             .unwrap_err()
             .to_string();
-        assert!(e.contains("refused us") && e.contains("does not exist"), "{e}");
+        assert!(
+            e.contains("refused us") && e.contains("does not exist"),
+            "{e}"
+        );
         assert!(
             started.elapsed() < Duration::from_secs(30),
             "the wait ended before its deadline"
@@ -263,7 +266,10 @@ mod tests {
         .await
         .unwrap_err()
         .to_string();
-        assert!(e.contains("refused us") && e.contains("ACCESS_REFUSED"), "{e}");
+        assert!(
+            e.contains("refused us") && e.contains("ACCESS_REFUSED"),
+            "{e}"
+        );
         assert!(!e.contains("not-the-password"), "{e}");
     }
 

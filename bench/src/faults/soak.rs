@@ -27,6 +27,10 @@ pub const TABLES: [&str; 9] = [
     "callback_attempts",
 ];
 
+/// Sampled tables that are records, never purged: they grow with the
+/// events they record (a callback attempt per delivery), not with time alone.
+pub const RECORDS: [&str; 1] = ["callback_attempts"];
+
 const COUNTS: &str =
     "SELECT (SELECT count(*) FROM idempotency_keys), (SELECT count(*) FROM access_tokens),
        (SELECT count(*) FROM refresh_tokens), (SELECT count(*) FROM oauth_grants),
