@@ -84,9 +84,9 @@ async fn run() -> anyhow::Result<()> {
         Command::Migrate => {
             let config = Config::from_env()?;
             db::migrate(&config).await?;
-            println!("migrations applied");
             let pool = db::connect(&config).await?;
             check_keys(&pool, &config).await?;
+            println!("migrations applied; keys match the data");
         }
         Command::Seed { file } => {
             let config = Config::from_env()?;
@@ -114,16 +114,22 @@ async fn run() -> anyhow::Result<()> {
                     let failed = i9_common::events::failed(&pool).await?;
                     if failed.is_empty() {
                         println!("no failed callbacks");
+                    } else {
+                        println!(
+                            "{:<36}  {:<8} {:<4} {:<18} {:<8} {:<24}  LAST",
+                            "EVENT", "EMPLOYEE", "SEQ", "TYPE", "ATTEMPTS", "DEAD AT (UTC)"
+                        );
                     }
                     for f in failed {
                         println!(
-                            "{}  employee {:<6} seq {:<4} {:<18} attempts {:<3} dead {}  last: {}",
+                            "{}  {:<8} {:<4} {:<18} {:<8} {:<24}  {}",
                             f.id,
                             f.employee_id,
                             f.sequence,
                             f.event_type,
                             f.attempts,
-                            i9_common::domain::format_timestamp(f.dead_at),
+                            f.dead_at
+                                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
                             match (f.last_status, f.last_error) {
                                 (Some(s), _) => format!("HTTP {s}"),
                                 (None, Some(e)) => e,

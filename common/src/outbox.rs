@@ -33,3 +33,25 @@ pub async fn enqueue(tx: &mut PgConnection, job: Job) -> Result<Uuid, sqlx::Erro
         .await?;
     Ok(envelope.job_id)
 }
+
+/// What waits in the outbox: how many jobs, how long the oldest has waited
+/// (seconds), and the relay's last error about one of them.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct Backlog {
+    pub jobs: i64,
+    pub oldest_secs: f64,
+    pub last_error: Option<String>,
+}
+
+pub async fn backlog(pool: &sqlx::PgPool) -> Result<Backlog, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT count(*) AS jobs,
+                COALESCE(extract(epoch FROM now() - min(created_at)), 0)::float8 AS oldest_secs,
+                (SELECT last_error FROM job_outbox
+                 WHERE published_at IS NULL AND last_error IS NOT NULL
+                 ORDER BY id DESC LIMIT 1) AS last_error
+         FROM job_outbox WHERE published_at IS NULL",
+    )
+    .fetch_one(pool)
+    .await
+}

@@ -7,6 +7,7 @@
 pub mod consumer;
 pub mod jobs;
 pub mod mailer;
+pub mod outbox_watch;
 pub mod purge;
 
 use std::sync::Arc;

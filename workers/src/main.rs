@@ -12,7 +12,7 @@ use i9_common::{
 };
 use i9_workers::{
     consumer::{self, WorkerConfig},
-    purge, Context,
+    outbox_watch, purge, Context,
 };
 
 #[derive(Parser, Debug)]
@@ -169,6 +169,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         purge::Retention::from_config(&config),
         stop_rx.clone(),
     ));
+    let outbox_watch = tokio::spawn(outbox_watch::run(
+        pool.clone(),
+        Duration::from_secs(60),
+        stop_rx.clone(),
+    ));
     let ctx = Context::new(config, pool)?;
     let worker = tokio::spawn(consumer::run(ctx, worker_config, stop_rx));
 
@@ -177,6 +182,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let _ = stop_tx.send(true);
     worker.await??;
     let _ = purger.await;
+    let _ = outbox_watch.await;
     if let Some(r) = relay {
         r.await?;
     }

@@ -647,3 +647,24 @@ async fn a_login_email_job_delivered_twice_sends_one_email() {
     .unwrap();
     assert_eq!(tokens, 1, "one set-password link issued");
 }
+
+#[tokio::test]
+async fn the_outbox_backlog_tells_how_many_jobs_wait_how_long_and_why() {
+    let app = i9_tests::spawn_app().await; // no relay runs
+    sqlx::query(
+        "INSERT INTO job_outbox (job_id, kind, payload, created_at, published_at, last_error) VALUES
+           ($1, 'create_i9', '{}', now() - interval '10 minutes', now(), NULL),
+           ($2, 'create_i9', '{}', now() - interval '2 minutes', NULL, 'returned by the broker'),
+           ($3, 'create_i9', '{}', now(), NULL, NULL)",
+    )
+    .bind(uuid::Uuid::new_v4())
+    .bind(uuid::Uuid::new_v4())
+    .bind(uuid::Uuid::new_v4())
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let b = i9_common::outbox::backlog(app.pool()).await.unwrap();
+    assert_eq!(b.jobs, 2, "the unpublished ones");
+    assert!((120.0..600.0).contains(&b.oldest_secs), "{b:?}");
+    assert_eq!(b.last_error.as_deref(), Some("returned by the broker"));
+}
