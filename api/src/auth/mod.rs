@@ -316,11 +316,7 @@ mod tests {
             (Method::GET, "/v1/roles", false),
             (Method::GET, "/v1/something-added-later", false),
         ] {
-            assert_eq!(
-                partner_reaches(&method, route),
-                reaches,
-                "{method} {route}"
-            );
+            assert_eq!(partner_reaches(&method, route), reaches, "{method} {route}");
         }
     }
 }
