@@ -1,4 +1,5 @@
-//! The audit log: every write, and every read of a full social security number.
+//! The audit log: every write, every read of a full social security number,
+//! and every search by one.
 
 use sqlx::PgExecutor;
 
@@ -24,6 +25,26 @@ pub async fn record_ssn_reads<'e>(
     .bind(resource_type)
     .bind(&ids)
     .bind(&caller.request_id)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+/// Record that `caller` searched employees by social security number and
+/// found `matched` (never the number itself).
+pub async fn record_ssn_search<'e>(
+    db: impl PgExecutor<'e>,
+    caller: &Caller,
+    matched: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO audit_log (user_id, client_id, action, resource_type, request_id, detail)
+         VALUES ($1, $2, 'ssn.search', 'employee', $3, jsonb_build_object('matched', $4::BIGINT))",
+    )
+    .bind(caller.user_id)
+    .bind(caller.client_id)
+    .bind(&caller.request_id)
+    .bind(matched)
     .execute(db)
     .await?;
     Ok(())

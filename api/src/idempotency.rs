@@ -1,6 +1,14 @@
-//! `Idempotency-Key` on POST: the first response to a key is stored in the
-//! write's own transaction and replayed for 24 hours; the same key with a
-//! different body is a 422.
+//! `Idempotency-Key` on POST: the first request with a key claims it in the
+//! write's own transaction; the same key with the same request within 24 hours
+//! replays its result without writing again; with a different request it is a
+//! 422.
+//!
+//! The record keeps what identifies the result (status, `Location`, the id of
+//! the resource, the I-9 request whose Section 1 link the answer carried),
+//! never the response itself: a replay is rendered afresh, under the caller's
+//! rights at the time of the replay (docs/api.md, "Writing employees"). So no
+//! personal data or live link token is kept here (decisions.md section 10).
+//! Records older than 24 hours are never replayed, and the worker purges them.
 
 use axum::{
     body::Bytes,
@@ -9,6 +17,7 @@ use axum::{
 };
 use sha2::{Digest, Sha256};
 use sqlx::PgConnection;
+use uuid::Uuid;
 
 use crate::error::{ApiError, FieldError};
 
@@ -32,41 +41,54 @@ pub fn key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
     }
 }
 
-/// A stored response.
-pub struct Saved {
-    status: u16,
-    location: Option<String>,
-    body: Vec<u8>,
+/// What a create produced, as kept for its replays.
+#[derive(Debug, Clone, Copy)]
+pub struct Outcome {
+    /// The employee created (or re-hired).
+    pub resource_id: i64,
+    /// The I-9 request whose Section 1 link the answer carried (its token is
+    /// kept encrypted in `i9_requests`).
+    pub section1_request: Option<Uuid>,
 }
 
-impl IntoResponse for Saved {
-    fn into_response(self) -> Response {
-        let mut r = (
-            StatusCode::from_u16(self.status).unwrap_or(StatusCode::OK),
-            [(header::CONTENT_TYPE, "application/json")],
-            self.body,
-        )
-            .into_response();
+/// An earlier request with the same key and body finished: answer as it did.
+#[derive(Debug)]
+pub struct Replay {
+    status: StatusCode,
+    location: Option<String>,
+    pub outcome: Outcome,
+}
+
+impl Replay {
+    /// The replayed answer: the first one's status and `Location`, `body`
+    /// rendered now, and `idempotent-replayed: true`.
+    pub fn respond<T: serde::Serialize>(self, body: &T) -> Result<Response, ApiError> {
+        let mut r = json_response(self.status, body)?;
         if let Some(loc) = self.location.and_then(|l| HeaderValue::from_str(&l).ok()) {
             r.headers_mut().insert(header::LOCATION, loc);
         }
         r.headers_mut()
             .insert("idempotent-replayed", HeaderValue::from_static("true"));
-        r
+        Ok(r)
     }
 }
 
+fn json_response<T: serde::Serialize>(status: StatusCode, body: &T) -> Result<Response, ApiError> {
+    let body = Bytes::from(serde_json::to_vec(body).map_err(|e| ApiError::Internal(e.into()))?);
+    Ok((status, [(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
 /// Claim `key` for this request inside `tx`. `Ok(None)`: go ahead and write.
-/// `Ok(Some(saved))`: an earlier request with the same key and body finished;
-/// answer with its response. A concurrent request with the same key waits on
-/// the row lock until the first commits or rolls back.
+/// `Ok(Some(replay))`: an earlier request with the same key and body
+/// finished; render its result. A concurrent request with the same key waits
+/// on the row lock until the first commits or rolls back.
 pub async fn claim(
     tx: &mut PgConnection,
     user_id: i64,
     key: &str,
     path: &str,
     body: &[u8],
-) -> Result<Option<Saved>, ApiError> {
+) -> Result<Option<Replay>, ApiError> {
     let hash = Sha256::new()
         .chain_update(path.as_bytes())
         .chain_update(b"\n")
@@ -93,14 +115,16 @@ pub async fn claim(
     if inserted.rows_affected() == 1 {
         return Ok(None);
     }
-    let (stored_hash, status, headers, saved_body): (
+    type Row = (
         Vec<u8>,
         Option<i16>,
         Option<serde_json::Value>,
-        Option<Vec<u8>>,
-    ) = sqlx::query_as(
-        "SELECT request_hash, response_status, response_headers, response_body
-             FROM idempotency_keys WHERE user_id = $1 AND idempotency_key = $2",
+        Option<i64>,
+        Option<Uuid>,
+    );
+    let (stored_hash, status, headers, resource_id, section1_request): Row = sqlx::query_as(
+        "SELECT request_hash, response_status, response_headers, resource_id, section1_request_id
+         FROM idempotency_keys WHERE user_id = $1 AND idempotency_key = $2",
     )
     .bind(user_id)
     .bind(key)
@@ -113,30 +137,34 @@ pub async fn claim(
             "This key was used with a different request in the last 24 hours.",
         )]));
     }
-    match (status, saved_body) {
-        (Some(status), Some(body)) => Ok(Some(Saved {
-            status: status as u16,
+    match (status, resource_id) {
+        (Some(status), Some(resource_id)) => Ok(Some(Replay {
+            status: StatusCode::from_u16(status as u16).unwrap_or(StatusCode::OK),
             location: headers.and_then(|h| h["location"].as_str().map(str::to_owned)),
-            body,
+            outcome: Outcome {
+                resource_id,
+                section1_request,
+            },
         })),
-        // Claimed by a request that committed without a response: cannot happen
-        // (the response is saved in the same transaction), but never write twice.
+        // Claimed by a request that committed without its outcome: cannot
+        // happen (it is saved in the same transaction), but never write twice.
         _ => Err(ApiError::Conflict(
             "A request with this Idempotency-Key is still in progress.".into(),
         )),
     }
 }
 
-/// Finish a create: keep the answer for `key` (if any) in the write's
-/// transaction, commit it, and answer 201 with `Location`.
+/// Finish a create: keep its outcome for `key` (if any) in the write's
+/// transaction, commit it, and answer 201 with `Location` and `value`.
 pub async fn created<T: serde::Serialize>(
     tx: Option<sqlx::Transaction<'_, sqlx::Postgres>>,
     user_id: i64,
     key: Option<&str>,
+    outcome: Outcome,
     location: String,
     value: &T,
 ) -> Result<Response, ApiError> {
-    let body = Bytes::from(serde_json::to_vec(value).map_err(|e| ApiError::Internal(e.into()))?);
+    let mut response = json_response(StatusCode::CREATED, value)?;
     if let Some(mut tx) = tx {
         if let Some(key) = key {
             save(
@@ -144,43 +172,39 @@ pub async fn created<T: serde::Serialize>(
                 user_id,
                 key,
                 StatusCode::CREATED,
-                Some(&location),
-                &body,
+                &location,
+                outcome,
             )
             .await?;
         }
         tx.commit().await?;
     }
-    let mut response = (
-        StatusCode::CREATED,
-        [(header::CONTENT_TYPE, "application/json")],
-        body,
-    )
-        .into_response();
     if let Ok(v) = HeaderValue::from_str(&location) {
         response.headers_mut().insert(header::LOCATION, v);
     }
     Ok(response)
 }
 
-/// Store the response of the request that claimed `key`, in its transaction.
-pub async fn save(
+/// Store the outcome of the request that claimed `key`, in its transaction.
+async fn save(
     tx: &mut PgConnection,
     user_id: i64,
     key: &str,
     status: StatusCode,
-    location: Option<&str>,
-    body: &Bytes,
+    location: &str,
+    outcome: Outcome,
 ) -> Result<(), ApiError> {
     sqlx::query(
-        "UPDATE idempotency_keys SET response_status = $3, response_headers = $4, response_body = $5
+        "UPDATE idempotency_keys SET response_status = $3, response_headers = $4,
+                resource_id = $5, section1_request_id = $6
          WHERE user_id = $1 AND idempotency_key = $2",
     )
     .bind(user_id)
     .bind(key)
     .bind(status.as_u16() as i16)
     .bind(serde_json::json!({ "location": location }))
-    .bind(body.as_ref())
+    .bind(outcome.resource_id)
+    .bind(outcome.section1_request)
     .execute(&mut *tx)
     .await?;
     Ok(())

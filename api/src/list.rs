@@ -16,15 +16,43 @@ use crate::{
 };
 
 /// What one collection reads: `from` (`FROM ... WHERE TRUE`), the selected
-/// columns, the order, and the column that holds an employee's group when
-/// the caller's visibility applies.
+/// columns, the order, and how the caller's visibility restricts the rows.
 pub struct PageSql<'a> {
     pub from: &'a str,
     /// A cheaper `FROM` for the count, when `from` joins only to select columns.
     pub count_from: Option<&'a str>,
     pub columns: &'a str,
     pub order: &'a str,
-    pub restrict: Option<(&'a Visibility, &'a str)>,
+    pub restrict: Option<Restrict<'a>>,
+}
+
+/// Which rows of a collection the caller's [`Visibility`] keeps. The `&str`
+/// is the alias of the `employees` table in `from` (and `count_from`).
+#[derive(Clone, Copy)]
+pub enum Restrict<'a> {
+    /// Rows of an employee: those of employees the caller sees.
+    Employee(&'a Visibility, &'a str),
+    /// Rows that may belong to an employee (left-joined): those that belong
+    /// to none, and those of employees the caller sees.
+    EmployeeIfAny(&'a Visibility, &'a str),
+}
+
+impl Restrict<'_> {
+    /// Append `AND ...`.
+    pub fn push(self, qb: &mut QueryBuilder<'_, Postgres>) {
+        match self {
+            Restrict::Employee(visibility, alias) => {
+                qb.push(" AND (");
+                visibility.push_condition(qb, alias);
+                qb.push(")");
+            }
+            Restrict::EmployeeIfAny(visibility, alias) => {
+                qb.push(format_args!(" AND ({alias}.id IS NULL OR ("));
+                visibility.push_condition(qb, alias);
+                qb.push("))");
+            }
+        }
+    }
 }
 
 /// For collections without computed filters.
@@ -192,6 +220,14 @@ impl ListQuery {
         })
     }
 
+    /// Whether the query filters by a social security number (which needs
+    /// permission 12 and is audited; decisions.md section 3).
+    pub fn searches_ssn(&self) -> bool {
+        self.filters
+            .iter()
+            .any(|f| matches!(f.spec.kind, FilterKind::Ssn(_)))
+    }
+
     pub fn offset(&self) -> i64 {
         (self.page - 1).saturating_mul(self.page_size)
     }
@@ -251,14 +287,14 @@ impl ListQuery {
             sql.count_from.unwrap_or(sql.from)
         ));
         self.push_filters(&mut count, &hash, computed);
-        if let Some((visibility, column)) = sql.restrict {
-            visibility.push_filter(&mut count, column);
+        if let Some(restrict) = sql.restrict {
+            restrict.push(&mut count);
         }
         let total: i64 = count.build_query_scalar().fetch_one(pool).await?;
         let mut select = QueryBuilder::new(format!("SELECT {} {}", sql.columns, sql.from));
         self.push_filters(&mut select, &hash, computed);
-        if let Some((visibility, column)) = sql.restrict {
-            visibility.push_filter(&mut select, column);
+        if let Some(restrict) = sql.restrict {
+            restrict.push(&mut select);
         }
         select
             .push(format_args!(" {} LIMIT ", sql.order))

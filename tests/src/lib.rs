@@ -77,6 +77,13 @@ pub struct TestDb {
 
 impl TestDb {
     pub async fn new() -> Self {
+        let db = Self::unmigrated().await;
+        MIGRATOR.run(&db.pool).await.expect("migrations apply");
+        db
+    }
+
+    /// An empty database (a test of a migration applies what it needs).
+    pub async fn unmigrated() -> Self {
         let admin_url = admin_database_url();
         let name = format!("i9_test_{}", uuid::Uuid::new_v4().simple());
         let mut conn = PgConnection::connect(&admin_url)
@@ -95,7 +102,6 @@ impl TestDb {
             .connect(&url)
             .await
             .expect("connect test database");
-        MIGRATOR.run(&pool).await.expect("migrations apply");
         Self { name, url, pool }
     }
 }

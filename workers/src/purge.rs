@@ -5,7 +5,8 @@
 //!
 //! What goes, and when:
 //! - `idempotency_keys` older than the idempotency retention (24 h: the
-//!   replay window of the API);
+//!   replay window of the API, never longer: an older record is never
+//!   replayed, so it is not kept);
 //! - `access_tokens`, `refresh_tokens` and `password_set_tokens` past their
 //!   expiry, and sign-ins (`oauth_grants`) with no token left, once their
 //!   refresh lifetime is over;
@@ -27,6 +28,9 @@ use tokio::sync::watch;
 const BATCH: i64 = 5000;
 /// Statements per table per round at most (a backlog finishes next round).
 const MAX_BATCHES: usize = 200;
+/// The API replays an `Idempotency-Key` for 24 hours (api/src/idempotency.rs):
+/// the most `RETENTION_IDEMPOTENCY_SECS` can keep a record.
+pub const IDEMPOTENCY_WINDOW: Duration = Duration::from_secs(24 * 3600);
 /// The advisory lock that lets one worker purge at a time.
 pub const LOCK_KEY: i64 = 0x0069_3970_7572_6765; // "i9purge"
 
@@ -44,7 +48,7 @@ impl Retention {
     pub fn from_config(config: &Config) -> Self {
         Self {
             interval: config.purge_interval,
-            idempotency: config.retention_idempotency,
+            idempotency: config.retention_idempotency.min(IDEMPOTENCY_WINDOW),
             processed_jobs: config.retention_processed_jobs,
             outbox: config.retention_outbox,
             sign_in_failures: config.sign_in_window,
@@ -193,4 +197,24 @@ pub async fn purge(pool: &PgPool, retention: &Retention) -> Result<Purged, sqlx:
         purged.insert(table, batches(pool, sql, keep(retention)).await?);
     }
     Ok(purged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idempotency_records_are_kept_at_most_the_replay_window() {
+        let mut config = Config::for_tests("postgres://127.0.0.1/unused");
+        config.retention_idempotency = Duration::from_secs(48 * 3600);
+        assert_eq!(
+            Retention::from_config(&config).idempotency,
+            IDEMPOTENCY_WINDOW
+        );
+        config.retention_idempotency = Duration::from_secs(3600);
+        assert_eq!(
+            Retention::from_config(&config).idempotency,
+            Duration::from_secs(3600)
+        );
+    }
 }

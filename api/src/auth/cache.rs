@@ -31,6 +31,8 @@ pub struct Cached {
     pub client_id: i64,
     pub scopes: i9_common::domain::Scopes,
     pub permissions: u32,
+    /// The client is a partner (decisions.md section 3).
+    pub partner: bool,
     pub token_expires: DateTime<Utc>,
 }
 
@@ -156,6 +158,7 @@ mod tests {
                 write: false,
             },
             permissions: 0b10,
+            partner: false,
             token_expires: Utc::now() + expires_in,
         }
     }

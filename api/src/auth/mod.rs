@@ -1,7 +1,11 @@
 //! Bearer authentication of resource requests (RFC 6750), scopes and role
-//! permissions, and the group visibility of decisions.md section 3.
+//! permissions, and what a caller reaches (decisions.md section 3): the group
+//! visibility of employees and I-9s, and the confinement of partner clients.
 
-use axum::{extract::FromRequestParts, http::request::Parts};
+use axum::{
+    extract::{FromRequestParts, MatchedPath},
+    http::{request::Parts, Method},
+};
 use i9_common::{
     crypto::token_hash,
     domain::{Permission, Scope, Scopes},
@@ -19,7 +23,27 @@ pub struct Caller {
     pub client_id: i64,
     pub scopes: Scopes,
     permissions: u32,
+    /// The token was issued to a partner client (one registered with
+    /// integration settings): it reaches only [`partner_reaches`], and of the
+    /// employees only those created through that client (see [`Visibility`]).
+    pub partner: bool,
     pub request_id: Option<String>,
+}
+
+/// Whether a partner client's token reaches `route` (the route template, e.g.
+/// `/v1/employees/{id}`) with `method`: the partner operation, reads of
+/// employees and I-9s (narrowed to the client's own by [`Visibility`]), and
+/// the API description. Nothing else, whatever the user's role: a route not
+/// listed here, a new one included, is out of a partner's reach
+/// (docs/partners.md, "What your token reaches").
+pub fn partner_reaches(method: &Method, route: &str) -> bool {
+    let read = *method == Method::GET || *method == Method::HEAD;
+    match route {
+        "/v1/employees" | "/v1/employees/{id}" | "/v1/i9s" | "/v1/i9s/{id}"
+        | "/v1/openapi.json" => read,
+        "/v1/partners/i9s/section1" => *method == Method::POST,
+        _ => false,
+    }
 }
 
 impl Caller {
@@ -43,11 +67,30 @@ impl Caller {
         Ok(())
     }
 
-    /// The groups whose employees the caller may see: its own groups and
-    /// their descendants; `None` when the role sees every group (permission 11).
-    pub async fn visible_groups(&self, pool: &PgPool) -> Result<Visibility, ApiError> {
+    /// A partner client's token outside [`partner_reaches`]: a read answers
+    /// 404, as for a record that does not exist; a write 403.
+    fn confine(&self, method: &Method, route: Option<&str>) -> Result<(), ApiError> {
+        if !self.partner || route.is_some_and(|r| partner_reaches(method, r)) {
+            return Ok(());
+        }
+        if *method == Method::GET || *method == Method::HEAD {
+            Err(ApiError::NotFound)
+        } else {
+            Err(ApiError::Forbidden(
+                "A partner client's token may only call the partner operation; it reads the employees created through it and nothing else.".into(),
+            ))
+        }
+    }
+
+    /// Which employees (and I-9s) the caller sees, and in which groups it may
+    /// place employees.
+    pub async fn visibility(&self, pool: &PgPool) -> Result<Visibility, ApiError> {
+        let client = self.partner.then_some(self.client_id);
         if self.has(Permission::AllGroups) {
-            return Ok(Visibility::All);
+            return Ok(Visibility {
+                groups: Groups::All,
+                client,
+            });
         }
         let ids: Vec<i64> = sqlx::query_scalar(
             "WITH RECURSIVE visible AS (
@@ -60,31 +103,71 @@ impl Caller {
         .bind(self.user_id)
         .fetch_all(pool)
         .await?;
-        Ok(Visibility::Groups(ids))
+        Ok(Visibility {
+            groups: Groups::Only(ids),
+            client,
+        })
     }
 }
 
-/// Which groups' employees a caller may see.
+/// What a caller sees of the employees (and so of their I-9s), decisions.md
+/// section 3: those whose group is one of the user's groups or below one
+/// (every group with permission 11); through a partner client, only those
+/// created through that client among them, whatever the role. The groups
+/// alone decide where the caller may place employees ([`Self::may_place_in`]).
 #[derive(Debug, Clone)]
-pub enum Visibility {
+pub struct Visibility {
+    groups: Groups,
+    /// A partner client's id: only its own employees are seen.
+    client: Option<i64>,
+}
+
+#[derive(Debug, Clone)]
+enum Groups {
     All,
-    Groups(Vec<i64>),
+    Only(Vec<i64>),
 }
 
 impl Visibility {
-    pub fn sees(&self, group_id: i64) -> bool {
-        match self {
-            Visibility::All => true,
-            Visibility::Groups(ids) => ids.contains(&group_id),
+    /// Whether the caller sees an employee of group `location_id`, created
+    /// through the partner client `created_by` (its `integration_client_id`).
+    pub fn sees(&self, location_id: i64, created_by: Option<i64>) -> bool {
+        self.may_place_in(location_id) && self.client.is_none_or(|c| created_by == Some(c))
+    }
+
+    /// Whether the caller may create an employee in (or move one to) `group`;
+    /// also whether it sees that group's employees, apart from a partner's
+    /// confinement (a group's `managed`).
+    pub fn may_place_in(&self, group: i64) -> bool {
+        match &self.groups {
+            Groups::All => true,
+            Groups::Only(ids) => ids.contains(&group),
         }
     }
 
-    /// Append `AND <column> = ANY(...)` when restricted.
-    pub fn push_filter(&self, qb: &mut sqlx::QueryBuilder<'_, sqlx::Postgres>, column: &str) {
-        if let Visibility::Groups(ids) = self {
-            qb.push(format_args!(" AND {column} = ANY("));
-            qb.push_bind(ids.clone());
-            qb.push(")");
+    /// A condition on the group column `column` that holds for the groups
+    /// [`Self::may_place_in`] allows.
+    pub fn push_group_condition(
+        &self,
+        qb: &mut sqlx::QueryBuilder<'_, sqlx::Postgres>,
+        column: &str,
+    ) {
+        match &self.groups {
+            Groups::All => qb.push("TRUE"),
+            Groups::Only(ids) => qb
+                .push(format_args!("{column} = ANY("))
+                .push_bind(ids.clone())
+                .push(")"),
+        };
+    }
+
+    /// A condition that holds for the employees `employee` (an alias of
+    /// `employees`) that the caller sees: [`Self::sees`] in SQL.
+    pub fn push_condition(&self, qb: &mut sqlx::QueryBuilder<'_, sqlx::Postgres>, employee: &str) {
+        self.push_group_condition(qb, &format!("{employee}.location_id"));
+        if let Some(client) = self.client {
+            qb.push(format_args!(" AND {employee}.integration_client_id = "))
+                .push_bind(client);
         }
     }
 }
@@ -132,20 +215,45 @@ impl FromRequestParts<AppState> for Caller {
             .get("x-request-id")
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned);
+        let route = parts
+            .extensions
+            .get::<MatchedPath>()
+            .map(|p| p.as_str().to_owned());
+        let caller = Self::authenticate(state, hash, request_id).await?;
+        caller.confine(&parts.method, route.as_deref())?;
+        Ok(caller)
+    }
+}
+
+impl Caller {
+    async fn authenticate(
+        state: &AppState,
+        hash: Vec<u8>,
+        request_id: Option<String>,
+    ) -> Result<Self, ApiError> {
         if let Some(c) = state.auth_cache.get(&hash) {
             return Ok(Caller {
                 user_id: c.user_id,
                 client_id: c.client_id,
                 scopes: c.scopes,
                 permissions: c.permissions,
+                partner: c.partner,
                 request_id,
             });
         }
         let generation = state.auth_cache.generation();
-        let row: Option<(i64, i64, Vec<String>, Vec<i16>, chrono::DateTime<chrono::Utc>)> = sqlx::query_as(
+        type Row = (
+            i64,
+            i64,
+            Vec<String>,
+            Vec<i16>,
+            chrono::DateTime<chrono::Utc>,
+            bool,
+        );
+        let row: Option<Row> = sqlx::query_as(
             "SELECT g.user_id, g.client_id, t.scopes,
                     ARRAY(SELECT rp.permission_id FROM role_permissions rp WHERE rp.role_id = u.role_id),
-                    t.expires_at
+                    t.expires_at, c.integration_client_system IS NOT NULL
              FROM access_tokens t
              JOIN oauth_grants g ON g.id = t.grant_id
              JOIN users u ON u.id = g.user_id
@@ -156,7 +264,7 @@ impl FromRequestParts<AppState> for Caller {
         .bind(&hash)
         .fetch_optional(&state.pool)
         .await?;
-        let (user_id, client_id, scopes, perms, token_expires) =
+        let (user_id, client_id, scopes, perms, token_expires, partner) =
             row.ok_or(ApiError::Unauthorized)?;
         let permissions = perms
             .into_iter()
@@ -170,6 +278,7 @@ impl FromRequestParts<AppState> for Caller {
                 client_id,
                 scopes,
                 permissions,
+                partner,
                 token_expires,
             },
             generation,
@@ -179,7 +288,35 @@ impl FromRequestParts<AppState> for Caller {
             client_id,
             scopes,
             permissions,
+            partner,
             request_id,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_partner_reaches_its_operation_and_reads_of_employees_and_i9s_only() {
+        for (method, route, reaches) in [
+            (Method::POST, "/v1/partners/i9s/section1", true),
+            (Method::GET, "/v1/employees", true),
+            (Method::HEAD, "/v1/employees/{id}", true),
+            (Method::GET, "/v1/i9s/{id}", true),
+            (Method::GET, "/v1/openapi.json", true),
+            (Method::PATCH, "/v1/employees/{id}", false),
+            (Method::POST, "/v1/employees", false),
+            (Method::POST, "/v1/i9s/{id}/park", false),
+            (Method::GET, "/v1/partners/i9s/section1", false),
+            (Method::GET, "/v1/eins", false),
+            (Method::GET, "/v1/groups/{id}/users", false),
+            (Method::GET, "/v1/users/{id}", false),
+            (Method::GET, "/v1/roles", false),
+            (Method::GET, "/v1/something-added-later", false),
+        ] {
+            assert_eq!(partner_reaches(&method, route), reaches, "{method} {route}");
+        }
     }
 }

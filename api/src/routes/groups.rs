@@ -16,7 +16,7 @@ use super::{
 use crate::{
     auth::{Caller, Visibility},
     error::{ApiError, ApiResult, Problem},
-    list::{filter, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse},
+    list::{filter, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse, Restrict},
     state::AppState,
 };
 
@@ -82,11 +82,8 @@ pub struct GroupUser {
     pub groups: Vec<NamedRef>,
 }
 
-fn push_managed<'a>(qb: &mut QueryBuilder<'a, sqlx::Postgres>, visibility: &Visibility) {
-    match visibility {
-        Visibility::All => qb.push("TRUE"),
-        Visibility::Groups(ids) => qb.push("g.id = ANY(").push_bind(ids.clone()).push(")"),
-    };
+fn push_managed(qb: &mut QueryBuilder<'_, sqlx::Postgres>, visibility: &Visibility) {
+    visibility.push_group_condition(qb, "g.id");
 }
 
 #[utoipa::path(
@@ -106,7 +103,7 @@ pub async fn list(
 ) -> ApiResult<Json<ListResponse<GroupSummary>>> {
     caller.require(Scope::Read, Permission::ViewGroups)?;
     let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
-    let visibility = caller.visible_groups(&state.pool).await?;
+    let visibility = caller.visibility(&state.pool).await?;
     let hash = |s: &_| state.cipher.ssn_search_hash(s);
     let managed = |_: &str, want: bool, qb: &mut QueryBuilder<'_, sqlx::Postgres>| {
         qb.push(" AND (");
@@ -193,21 +190,31 @@ pub async fn users(
     if !exists {
         return Err(ApiError::NotFound);
     }
-    let total: i64 = sqlx::query_scalar("SELECT count(*) FROM user_groups WHERE group_id = $1")
-        .bind(id)
+    // An employee's own sign-in is listed only to a caller who sees the employee.
+    let visibility = caller.visibility(&state.pool).await?;
+    let members = |select: &str| {
+        let mut qb = QueryBuilder::new(format!(
+            "SELECT {select} FROM users u JOIN user_groups m ON m.user_id = u.id
+             LEFT JOIN employees e ON e.id = u.employee_id WHERE m.group_id = "
+        ));
+        qb.push_bind(id);
+        Restrict::EmployeeIfAny(&visibility, "e").push(&mut qb);
+        qb
+    };
+    let total: i64 = members("count(*)")
+        .build_query_scalar()
         .fetch_one(&state.pool)
         .await?;
-    let rows = sqlx::query_as(&format!(
-        "SELECT u.id, u.first_name, u.last_name, u.last_name || ', ' || u.first_name AS full_name,
-                u.title, u.email_address, u.retired, {GROUPS_OF_USER}
-         FROM users u JOIN user_groups m ON m.user_id = u.id AND m.group_id = $1
-         {ORDER} LIMIT $2 OFFSET $3"
-    ))
-    .bind(id)
-    .bind(q.page_size)
-    .bind(q.offset())
-    .fetch_all(&state.pool)
-    .await?;
+    let mut select = members(&format!(
+        "u.id, u.first_name, u.last_name, u.last_name || ', ' || u.first_name AS full_name,
+         u.title, u.email_address, u.retired, {GROUPS_OF_USER}"
+    ));
+    select
+        .push(format_args!("{ORDER} LIMIT "))
+        .push_bind(q.page_size)
+        .push(" OFFSET ")
+        .push_bind(q.offset());
+    let rows = select.build_query_as().fetch_all(&state.pool).await?;
     Ok(Json(ListResponse {
         links: q.links(&format!("/v1/groups/{id}/users"), total),
         search_result: rows,

@@ -350,11 +350,6 @@ fn parse_section2(
     }
 }
 
-/// The I-9, if the caller may see it (404 otherwise), for a step.
-async fn visible_i9(state: &AppState, caller: &Caller, id: i64) -> ApiResult<()> {
-    i9s::load(state, caller, id).await.map(|_| ())
-}
-
 async fn conflict_unless(state: &AppState, id: i64, updated: bool, step: &str) -> ApiResult<()> {
     if updated {
         return Ok(());
@@ -411,7 +406,7 @@ pub async fn section2(
 ) -> ApiResult<Json<i9s::I9Record>> {
     caller.require(Scope::Write, Permission::WorkOnI9s)?;
     let id = id.get()?;
-    visible_i9(&state, &caller, id).await?;
+    i9s::check_visible(&state, &caller, id).await?;
     let obj = body_object(&headers, &body, false)?;
     let today = Utc::now().date_naive();
     let (docs, employer) = parse_section2(&obj, today).map_err(ApiError::Validation)?;
@@ -519,7 +514,7 @@ async fn transition(
     step: &Step,
     notes: Option<String>,
 ) -> ApiResult<Json<i9s::I9Record>> {
-    visible_i9(state, caller, id).await?;
+    i9s::check_visible(state, caller, id).await?;
     let mut tx = state.pool.begin().await?;
     let previous: Option<String> =
         sqlx::query_scalar("SELECT status FROM i9s WHERE id = $1 FOR UPDATE")

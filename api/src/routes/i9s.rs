@@ -22,6 +22,7 @@ use crate::{
     format,
     list::{
         filter, no_computed, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse, PageSql,
+        Restrict,
     },
     state::AppState,
 };
@@ -156,6 +157,8 @@ pub struct I9Record {
     pub ssn_last4: Option<String>,
     #[serde(skip)]
     pub location_id: i64,
+    #[serde(skip)]
+    pub integration_client_id: Option<i64>,
     /// Computed at read from the period of employment.
     #[serde(skip)]
     pub purge_after: Option<NaiveDate>,
@@ -178,7 +181,7 @@ pub async fn list(
 ) -> ApiResult<Json<ListResponse<I9Summary>>> {
     caller.require(Scope::Read, Permission::ViewI9s)?;
     let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
-    let visibility = caller.visible_groups(&state.pool).await?;
+    let visibility = caller.visibility(&state.pool).await?;
     let (rows, total) = q
         .fetch_page(
             &state.pool,
@@ -188,7 +191,7 @@ pub async fn list(
                 count_from: None,
                 columns: "i.id, i.first_name, i.last_name, i.email_address",
                 order: "ORDER BY i.id",
-                restrict: Some((&visibility, "e.location_id")),
+                restrict: Some(Restrict::Employee(&visibility, "e")),
             },
             &no_computed,
         )
@@ -199,10 +202,28 @@ pub async fn list(
     }))
 }
 
-/// Load one I-9 the caller may see, with its SSN revealed or masked.
+/// 404 unless the I-9 exists and the caller may see it: the check of a step
+/// on it, which discloses nothing (and so decrypts and audits nothing).
+pub async fn check_visible(state: &AppState, caller: &Caller, id: i64) -> ApiResult<()> {
+    let owner: Option<(i64, Option<i64>)> = sqlx::query_as(
+        "SELECT e.location_id, e.integration_client_id
+         FROM i9s i JOIN employees e ON e.id = i.employee_id WHERE i.id = $1",
+    )
+    .bind(id)
+    .fetch_optional(&state.pool)
+    .await?;
+    let visibility = caller.visibility(&state.pool).await?;
+    match owner {
+        Some((location, client)) if visibility.sees(location, client) => Ok(()),
+        _ => Err(ApiError::NotFound),
+    }
+}
+
+/// Load one I-9 the caller may see, with its SSN revealed or masked (and a
+/// revealed one audited); visibility is checked first.
 pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Record> {
     let mut rec: I9Record = sqlx::query_as(
-        "SELECT i.*, e.location_id,
+        "SELECT i.*, e.location_id, e.integration_client_id,
                 -- Retention: once terminated, the later of hire + 3 years and termination + 1 year.
                 CASE WHEN p.terminated_date IS NOT NULL THEN
                     GREATEST(COALESCE(i.start_date, p.start_date) + INTERVAL '3 years',
@@ -222,9 +243,9 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Rec
     .await?
     .ok_or(ApiError::NotFound)?;
     if !caller
-        .visible_groups(&state.pool)
+        .visibility(&state.pool)
         .await?
-        .sees(rec.location_id)
+        .sees(rec.location_id, rec.integration_client_id)
     {
         return Err(ApiError::NotFound);
     }

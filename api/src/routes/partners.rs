@@ -6,12 +6,7 @@
 //! active one with an open I-9 is a 409. Then the I-9 is requested and the
 //! answer carries its Section 1 link. One transaction, like every write.
 
-use axum::{
-    body::Bytes,
-    extract::State,
-    http::HeaderMap,
-    response::{IntoResponse, Response},
-};
+use axum::{body::Bytes, extract::State, http::HeaderMap, response::Response};
 use chrono::NaiveDate;
 use i9_common::domain::{Permission, Scope};
 use serde::Serialize;
@@ -21,13 +16,13 @@ use super::employees::{
     input::Operation,
     write::{
         check_references, check_unique, has_open_i9, parse_body, push_insert, request_i9,
-        set_columns, unique_violation,
+        section1_link, set_columns, unique_violation,
     },
 };
 use crate::{
-    auth::Caller,
+    auth::{Caller, Visibility},
     error::{ApiError, ApiResult, Problem},
-    idempotency,
+    idempotency::{self, Outcome, Replay},
     list::Link,
     state::AppState,
 };
@@ -83,7 +78,7 @@ pub struct PartnerHire {
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not a partner client, or no permission 10", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The candidate is an active employee with an open I-9", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The candidate is an active employee with an open I-9; or its profileId or SSN belongs to another employee", body = Problem, content_type = "application/problem+json"),
         (status = 415, body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
     ),
@@ -116,11 +111,11 @@ pub async fn section1(
             "required partner fields passed validation unset"
         )));
     };
-    let visibility = caller.visible_groups(&state.pool).await?;
+    let visibility = caller.visibility(&state.pool).await?;
 
     let mut tx = state.pool.begin().await?;
     if let Some(key) = &key {
-        if let Some(saved) = idempotency::claim(
+        if let Some(replay) = idempotency::claim(
             &mut tx,
             caller.user_id,
             key,
@@ -129,7 +124,8 @@ pub async fn section1(
         )
         .await?
         {
-            return Ok(saved.into_response());
+            drop(tx);
+            return replay_answer(&state, &visibility, replay).await;
         }
     }
     check_references(&mut tx, &input, &visibility).await?;
@@ -144,7 +140,7 @@ pub async fn section1(
     let start = input.start_date.flatten();
     let (id, action) = match existing {
         None => {
-            check_unique(&mut tx, &state, &input, None).await?;
+            check_unique(&mut tx, &state, &caller, &visibility, &input, None).await?;
             let mut insert = sqlx::QueryBuilder::<sqlx::Postgres>::new("");
             push_insert(&mut insert, &state, &input);
             insert.push(" RETURNING id");
@@ -161,7 +157,7 @@ pub async fn section1(
             (id, "partner.create")
         }
         Some((id, Some(_terminated))) => {
-            check_unique(&mut tx, &state, &input, Some(id)).await?;
+            check_unique(&mut tx, &state, &caller, &visibility, &input, Some(id)).await?;
             set_columns(&mut tx, &state, &input, id).await?;
             sqlx::query("INSERT INTO employment_periods (employee_id, start_date) VALUES ($1, $2)")
                 .bind(id)
@@ -176,7 +172,7 @@ pub async fn section1(
                     "Candidate {candidate} is active employee {id} with an open I-9."
                 )));
             }
-            check_unique(&mut tx, &state, &input, Some(id)).await?;
+            check_unique(&mut tx, &state, &caller, &visibility, &input, Some(id)).await?;
             set_columns(&mut tx, &state, &input, id).await?;
             sqlx::query(
                 "UPDATE employment_periods SET start_date = $2
@@ -208,7 +204,7 @@ pub async fn section1(
     .bind(&input.return_url)
     .execute(&mut *tx)
     .await?;
-    let link = request_i9(&mut tx, &state, id, remote).await?;
+    let (request, link) = request_i9(&mut tx, &state, id, remote).await?;
     sqlx::query(
         "INSERT INTO audit_log (user_id, client_id, action, resource_type, resource_id, request_id, detail)
          VALUES ($1, $2, $3, 'employee', $4, $5, $6)",
@@ -228,5 +224,47 @@ pub async fn section1(
         id,
         links: vec![Link::new("self", location.clone())],
     };
-    idempotency::created(Some(tx), caller.user_id, key.as_deref(), location, &answer).await
+    let outcome = Outcome {
+        resource_id: id,
+        section1_request: Some(request),
+    };
+    idempotency::created(
+        Some(tx),
+        caller.user_id,
+        key.as_deref(),
+        outcome,
+        location,
+        &answer,
+    )
+    .await
+}
+
+/// The answer to a repeated call, rendered again (404 if the caller no
+/// longer sees the employee).
+async fn replay_answer(
+    state: &AppState,
+    visibility: &Visibility,
+    replay: Replay,
+) -> ApiResult<Response> {
+    let id = replay.outcome.resource_id;
+    let mut conn = state.pool.acquire().await?;
+    let owner: Option<(i64, Option<i64>)> =
+        sqlx::query_as("SELECT location_id, integration_client_id FROM employees WHERE id = $1")
+            .bind(id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    if !owner.is_some_and(|(location, client)| visibility.sees(location, client)) {
+        return Err(ApiError::NotFound);
+    }
+    let request = replay.outcome.section1_request.ok_or_else(|| {
+        ApiError::Internal(anyhow::anyhow!(
+            "a partner answer kept without its I-9 request"
+        ))
+    })?;
+    let answer = Section1Started {
+        i9_section1_link: section1_link(&mut conn, state, request).await?,
+        id,
+        links: vec![Link::new("self", format!("/v1/employees/{id}"))],
+    };
+    replay.respond(&answer)
 }

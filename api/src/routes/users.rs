@@ -1,4 +1,9 @@
 //! `GET /v1/users` and `GET /v1/users/{user_id}`.
+//!
+//! An employee's own sign-in (`createLogin`; `users.employee_id` set) is part
+//! of that employee's record: only a caller who sees the employee lists or
+//! reads it (docs/api.md, "Users"). Other users are visible to anyone with
+//! permission 8.
 
 use axum::{
     extract::{RawQuery, State},
@@ -15,6 +20,7 @@ use crate::{
     error::{ApiError, ApiResult, Problem},
     list::{
         filter, no_computed, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse, PageSql,
+        Restrict,
     },
     state::AppState,
 };
@@ -105,7 +111,8 @@ pub struct UserRecord {
     pub links: Vec<Link>,
 }
 
-const USERS_FROM: &str = "FROM users u JOIN roles r ON r.id = u.role_id WHERE TRUE";
+const USERS_FROM: &str = "FROM users u JOIN roles r ON r.id = u.role_id
+     LEFT JOIN employees e ON e.id = u.employee_id WHERE TRUE";
 
 fn user_columns() -> String {
     format!(
@@ -135,16 +142,19 @@ pub async fn list(
 ) -> ApiResult<Json<ListResponse<UserSummary>>> {
     caller.require(Scope::Read, Permission::ViewUsers)?;
     let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
+    let visibility = caller.visibility(&state.pool).await?;
     let (rows, total) = q
         .fetch_page(
             &state.pool,
             &state.cipher,
             PageSql {
                 from: USERS_FROM,
-                count_from: Some("FROM users u WHERE TRUE"),
+                count_from: Some(
+                    "FROM users u LEFT JOIN employees e ON e.id = u.employee_id WHERE TRUE",
+                ),
                 columns: &user_columns(),
                 order: ORDER,
-                restrict: None,
+                restrict: Some(Restrict::EmployeeIfAny(&visibility, "e")),
             },
             &no_computed,
         )
@@ -162,7 +172,7 @@ pub async fn list(
         (status = 200, body = UserRecord),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 404, body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such user, or the sign-in of an employee the caller cannot see", body = Problem, content_type = "application/problem+json"),
     ),
     security(("oauth2" = ["read"]))
 )]
@@ -173,8 +183,12 @@ pub async fn get_one(
 ) -> ApiResult<Json<UserRecord>> {
     caller.require(Scope::Read, Permission::ViewUsers)?;
     let id = id.get()?;
-    let mut user: UserRecord = sqlx::query_as(&format!("{} AND u.id = $1", select_users()))
-        .bind(id)
+    let visibility = caller.visibility(&state.pool).await?;
+    let mut q = sqlx::QueryBuilder::new(select_users());
+    q.push(" AND u.id = ").push_bind(id);
+    Restrict::EmployeeIfAny(&visibility, "e").push(&mut q);
+    let mut user: UserRecord = q
+        .build_query_as()
         .fetch_optional(&state.pool)
         .await?
         .ok_or(ApiError::NotFound)?;

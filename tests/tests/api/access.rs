@@ -102,7 +102,7 @@ async fn a_role_without_the_permission_gets_403() {
         let body: Value = r.json().await.unwrap();
         assert_eq!(body["type"], "/problems/forbidden");
     }
-    // Partner Integration: 1, 3, 10, 11 — no legal entities (6) or groups (7).
+    // Partner Integration: 1, 3, 10 — no legal entities (6) or groups (7).
     let bot = app.token(ATS_BOT).await;
     for route in ["/v1/eins", "/v1/groups"] {
         assert_eq!(app.get(route, &bot).await.status(), 403, "{route}");
@@ -146,14 +146,18 @@ async fn users_see_only_employees_of_their_groups_and_below() {
         vec![aisha]
     );
 
-    // Permission 11 sees everyone, with or without groups.
+    // Permission 11 sees everyone.
     let admin = app.token(ADMIN).await;
     assert_eq!(
         ids(&app.get_json("/v1/employees", &admin).await),
         vec![maria, james, aisha, extra]
     );
+    // The partner's user through a client that is not a partner: its groups apply.
     let bot = app.token(ATS_BOT).await;
-    assert_eq!(ids(&app.get_json("/v1/employees", &bot).await).len(), 4);
+    assert_eq!(
+        ids(&app.get_json("/v1/employees", &bot).await),
+        vec![maria, james]
+    );
 }
 
 #[tokio::test]

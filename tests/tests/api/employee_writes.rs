@@ -661,3 +661,182 @@ async fn an_idempotency_key_replays_the_first_response() {
     assert_eq!(r.status(), 201);
     assert_eq!(counts(&app).await.0, 5);
 }
+
+#[tokio::test]
+async fn a_conflict_names_only_a_holder_the_caller_may_see() {
+    let app = spawn_app().await;
+    let west = app.token(WEST_HR).await; // West Region, no permission 12
+    let maria = app.employee_id("EMP-1001").await; // Portland Warehouse (West)
+    let james = app.employee_id("EMP-1002").await; // Seattle Office (West)
+    let unnamed_profile = "profileId already belongs to another employee.";
+    let unnamed_ssn = "socialSecurityNumber already belongs to another employee.";
+    let cases = [
+        // Aisha is in Boston: neither confirmed nor named, the same words as for anyone.
+        ("profileId", "EMP-1003", unnamed_profile.to_owned()),
+        ("socialSecurityNumber", "345-67-8901", unnamed_ssn.to_owned()),
+        // Maria is West's: her profileId is named; her number is not (without
+        // permission 12 that would reveal it by trial).
+        (
+            "profileId",
+            "emp-1001",
+            format!("profileId already belongs to employee {maria}; re-hire with PATCH /v1/employees/{maria}."),
+        ),
+        ("socialSecurityNumber", "123-45-6789", unnamed_ssn.to_owned()),
+    ];
+    for (field, value, expected) in &cases {
+        let mut body = ana();
+        body[*field] = json!(value);
+        let p = problem(app.post_json("/v1/employees", &west, &body).await, 409).await;
+        assert_eq!(p["detail"], expected.as_str(), "POST {field} {value}");
+        // PATCH of a West employee with a Boston value: the same.
+        let mut patch = json!({"firstName": "James", "lastName": "Chen", "locationId": app.group_id("Seattle Office").await});
+        patch[*field] = json!(value);
+        let p = problem(
+            app.patch_json(&format!("/v1/employees/{james}"), &west, &patch)
+                .await,
+            409,
+        )
+        .await;
+        assert_eq!(p["detail"], expected.as_str(), "PATCH {field} {value}");
+    }
+    // With permission 12 and every group, the number's holder is named too.
+    let admin = app.token(ADMIN).await;
+    let mut body = ana();
+    body["socialSecurityNumber"] = json!("345-67-8901");
+    let p = problem(app.post_json("/v1/employees", &admin, &body).await, 409).await;
+    let aisha = app.employee_id("EMP-1003").await;
+    assert!(p["detail"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("employee {aisha}")));
+    assert_eq!(counts(&app).await.0, 3, "nothing written");
+}
+
+/// Every row of `idempotency_keys`, as text (bytea as hex).
+async fn idempotency_rows(app: &TestApp) -> Vec<String> {
+    sqlx::query_scalar("SELECT row_to_json(k)::TEXT FROM idempotency_keys k")
+        .fetch_all(app.pool())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_idempotency_record_keeps_no_personal_data_and_a_replay_follows_current_rights() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let mut body = ana();
+    body["createI9"] = json!("yes");
+    let send_with = |token: String, body: Value| {
+        app.http
+            .post(app.url("/v1/employees"))
+            .bearer_auth(token)
+            .header("idempotency-key", "hire-ana")
+            .json(&body)
+            .send()
+    };
+    let send = |body: Value| send_with(admin.clone(), body);
+    let first = send(body.clone()).await.unwrap();
+    assert_eq!(first.status(), 201);
+    let first: Value = first.json().await.unwrap();
+    assert_eq!(first["socialSecurityNumber"], "456-78-9012");
+    let link = first["i9FormSection1Link"].as_str().unwrap().to_owned();
+    let token = link.rsplit('/').next().unwrap().to_owned();
+    assert!(token.starts_with("s1_"), "{link}");
+
+    let rows = idempotency_rows(&app).await;
+    assert_eq!(rows.len(), 1);
+    for secret in [
+        "456-78-9012",
+        "456789012",
+        &token,
+        token.trim_start_matches("s1_"),
+    ] {
+        assert!(
+            !rows[0].contains(secret),
+            "the record holds {secret}: {}",
+            rows[0]
+        );
+    }
+    let id = first["id"].as_i64().unwrap();
+    let kept: (Option<i64>, i16) =
+        sqlx::query_as("SELECT resource_id, response_status FROM idempotency_keys")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(kept, (Some(id), 201));
+
+    let ssn_reads = || {
+        app.count(
+            "SELECT count(*) FROM audit_log WHERE action = 'ssn.read' AND resource_id = $1::TEXT",
+            id,
+        )
+    };
+    assert_eq!(ssn_reads().await, 1, "the create showed the number");
+    let again = send(body.clone()).await.unwrap();
+    assert_eq!(again.status(), 201);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    assert_eq!(
+        again.headers()["location"],
+        format!("/v1/employees/{id}").as_str()
+    );
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again, first, "the same record, the same Section 1 link");
+    assert_eq!(ssn_reads().await, 2, "the replay showed it again");
+
+    // The administrators lose permission 12: a replay shows the masked number.
+    sqlx::query(
+        "DELETE FROM role_permissions WHERE permission_id = 12
+         AND role_id = (SELECT id FROM roles WHERE name = 'Administrator')",
+    )
+    .execute(app.pool())
+    .await
+    .unwrap();
+    // (A new sign-in: the old token's rights may be cached for a moment.)
+    let admin_now = app.token(ADMIN).await;
+    let masked: Value = send_with(admin_now, body.clone())
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(masked["socialSecurityNumber"], "***-**-9012");
+    assert_eq!(masked["i9FormSection1Link"], link.as_str());
+    assert_eq!(masked["id"], id);
+    assert_eq!(ssn_reads().await, 2);
+
+    let mut other = body.clone();
+    other["jobTitle"] = json!("Driver");
+    let p = problem(send(other).await.unwrap(), 422).await;
+    assert_eq!(fields(&p), [("Idempotency-Key".into(), "reused".into())]);
+    assert_eq!(counts(&app).await.0, 4, "one employee");
+    assert_eq!(counts(&app).await.3, 1, "one I-9 request");
+    assert_eq!(idempotency_rows(&app).await.len(), 1);
+}
+
+#[tokio::test]
+async fn a_record_older_than_24_hours_is_not_replayed() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let send = |body: Value| {
+        app.http
+            .post(app.url("/v1/employees"))
+            .bearer_auth(&admin)
+            .header("idempotency-key", "old-key")
+            .json(&body)
+            .send()
+    };
+    let first: Value = send(ana()).await.unwrap().json().await.unwrap();
+    sqlx::query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours'")
+        .execute(app.pool())
+        .await
+        .unwrap();
+    // The same key and body a day later is a new request: here a duplicate.
+    let r = send(ana()).await.unwrap();
+    assert!(r.headers().get("idempotent-replayed").is_none());
+    let p = problem(r, 409).await;
+    assert!(p["detail"]
+        .as_str()
+        .unwrap()
+        .contains(&format!("employee {}", first["id"])));
+    assert_eq!(counts(&app).await.0, 4);
+}

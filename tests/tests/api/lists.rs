@@ -339,20 +339,20 @@ async fn users_are_ordered_by_full_name_and_other_lists_by_id() {
 async fn group_users_lists_the_members_of_one_group() {
     let app = spawn_app().await;
     let token = app.token(ADMIN).await;
-    let west = app.group_id("West Region").await;
+    let boston = app.group_id("Boston Office").await;
     let body = app
-        .get_json(&format!("/v1/groups/{west}/users"), &token)
+        .get_json(&format!("/v1/groups/{boston}/users"), &token)
         .await;
     let users = body["searchResult"].as_array().unwrap();
     assert_eq!(users.len(), 1);
-    assert_eq!(users[0]["fullName"], "Turner, Wes");
+    assert_eq!(users[0]["fullName"], "Stone, Bea");
     assert_eq!(
         users[0]["groups"],
-        serde_json::json!([{"id": west, "name": "West Region"}])
+        serde_json::json!([{"id": boston, "name": "Boston Office"}])
     );
     assert_eq!(
         link(&body, "self").unwrap(),
-        format!("/v1/groups/{west}/users?page=1")
+        format!("/v1/groups/{boston}/users?page=1")
     );
     assert_eq!(
         app.get("/v1/groups/999999/users", &token).await.status(),

@@ -22,3 +22,4 @@ mod seed;
 mod ssn;
 mod storage;
 mod unavailable;
+mod upgrade;

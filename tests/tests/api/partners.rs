@@ -231,3 +231,228 @@ async fn an_idempotency_key_replays_the_partner_answer() {
         1
     );
 }
+
+/// `path` answers `status` to `token` (a GET).
+async fn get_status(app: &TestApp, token: &str, path: &str) -> u16 {
+    app.get(path, token).await.status().as_u16()
+}
+
+#[tokio::test]
+async fn a_partner_token_reaches_only_the_employees_created_through_it() {
+    let app = spawn_app().await;
+    let token = partner_token(&app).await;
+    let mut own = Vec::new();
+    for (c, ssn) in [("cand-a", "456-78-9012"), ("cand-b", "567-89-0123")] {
+        let mut body = candidate(c);
+        body["socialSecurityNumber"] = json!(ssn);
+        let r = push(&app, &token, &body).await;
+        assert_eq!(r.status(), 201);
+        own.push(r.json::<Value>().await.unwrap()["id"].as_i64().unwrap());
+    }
+    let own_i9 = app.insert_i9(own[0], "Section 1 Incomplete").await;
+    // Maria is in West Region, one of the partner user's groups, but was not
+    // created through the partner client.
+    let maria = app.employee_id("EMP-1001").await;
+    let maria_i9 = app.insert_i9(maria, "Signed Sec 1").await;
+    let aisha = app.employee_id("EMP-1003").await;
+
+    let list = app.get_json("/v1/employees", &token).await;
+    assert_eq!(i9_tests::ids(&list), own, "its own two employees, no other");
+    assert!(i9_tests::ids(&app.get_json("/v1/employees?lastName=Lopez", &token).await).is_empty());
+    assert_eq!(
+        i9_tests::ids(&app.get_json("/v1/i9s", &token).await),
+        vec![own_i9]
+    );
+    for path in [
+        format!("/v1/employees/{}", own[1]),
+        format!("/v1/i9s/{own_i9}"),
+    ] {
+        assert_eq!(get_status(&app, &token, &path).await, 200, "{path}");
+    }
+    for path in [
+        format!("/v1/employees/{maria}"),
+        format!("/v1/employees/{aisha}"),
+        format!("/v1/i9s/{maria_i9}"),
+    ] {
+        let r = app.get(&path, &token).await;
+        assert_eq!(r.status(), 404, "{path}");
+        let p: Value = r.json().await.unwrap();
+        assert_eq!(p["detail"], "No such resource.", "as for a missing record");
+    }
+
+    // Every other collection and record: 404, as if it did not exist.
+    let acme = app.group_id("Acme").await;
+    for path in [
+        "/v1/eins".to_owned(),
+        "/v1/eins/1".to_owned(),
+        "/v1/groups".to_owned(),
+        format!("/v1/groups/{acme}"),
+        format!("/v1/groups/{acme}/users"),
+        "/v1/users".to_owned(),
+        "/v1/users/1".to_owned(),
+        "/v1/users/999999".to_owned(),
+        "/v1/roles".to_owned(),
+        "/v1/roles/1".to_owned(),
+    ] {
+        assert_eq!(get_status(&app, &token, &path).await, 404, "{path}");
+    }
+    assert_eq!(get_status(&app, &token, "/v1/openapi.json").await, 200);
+
+    // Every write but the partner operation: 403, its own employees included.
+    let patch =
+        json!({"firstName": "Ana", "lastName": "Diaz", "locationId": 3, "jobTitle": "Driver"});
+    for id in [own[0], maria] {
+        let r = app
+            .patch_json(&format!("/v1/employees/{id}"), &token, &patch)
+            .await;
+        assert_eq!(r.status(), 403, "PATCH {id}");
+    }
+    let r = app.post_json("/v1/employees", &token, &patch).await;
+    assert_eq!(r.status(), 403);
+    let r = app
+        .post_json(&format!("/v1/i9s/{own_i9}/park"), &token, &json!({}))
+        .await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM employees WHERE job_title = 'Driver' AND id > $1",
+            0
+        )
+        .await,
+        0
+    );
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM i9s WHERE status = 'Parked' AND id = $1",
+            own_i9
+        )
+        .await,
+        0
+    );
+
+    // Permission 11 no longer widens what a partner reads.
+    sqlx::query(
+        "INSERT INTO role_permissions (role_id, permission_id)
+         SELECT id, 11 FROM roles WHERE name = 'Partner Integration'",
+    )
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let token = partner_token(&app).await;
+    assert_eq!(
+        i9_tests::ids(&app.get_json("/v1/employees", &token).await),
+        own
+    );
+    assert_eq!(
+        get_status(&app, &token, &format!("/v1/employees/{aisha}")).await,
+        404
+    );
+
+    // The same user through a client that is not a partner: its role and groups apply.
+    let portal = app.token(ATS_BOT).await;
+    assert_eq!(
+        i9_tests::ids(&app.get_json("/v1/employees", &portal).await),
+        vec![
+            maria,
+            app.employee_id("EMP-1002").await,
+            aisha,
+            own[0],
+            own[1]
+        ]
+    );
+    assert_eq!(
+        get_status(&app, &portal, &format!("/v1/i9s/{maria_i9}")).await,
+        200
+    );
+}
+
+#[tokio::test]
+async fn a_partner_creates_employees_only_in_its_users_groups() {
+    let app = spawn_app().await;
+    let token = partner_token(&app).await;
+    let mut body = candidate("cand-east");
+    body["locationId"] = json!(app.group_id("Boston Office").await);
+    let r = push(&app, &token, &body).await;
+    assert_eq!(
+        r.status(),
+        403,
+        "Boston is outside the partner user's groups"
+    );
+    body["locationId"] = json!(app.group_id("Seattle Office").await);
+    assert_eq!(push(&app, &token, &body).await.status(), 201);
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM employees WHERE integration_client_id IS NOT NULL AND id > $1",
+            0
+        )
+        .await,
+        1
+    );
+}
+
+#[tokio::test]
+async fn a_partners_conflict_names_no_record_it_cannot_see() {
+    let app = spawn_app().await;
+    let token = partner_token(&app).await;
+    let first: Value = push(&app, &token, &candidate("cand-1"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let own = first["id"].as_i64().unwrap();
+    // Maria (West, the partner user's group, not its own) and Aisha (Boston).
+    let cases = [
+        (
+            "profileId",
+            "EMP-1001",
+            "profileId already belongs to another employee.",
+        ),
+        (
+            "profileId",
+            "emp-1003",
+            "profileId already belongs to another employee.",
+        ),
+        (
+            "socialSecurityNumber",
+            "123-45-6789",
+            "socialSecurityNumber already belongs to another employee.",
+        ),
+        (
+            "socialSecurityNumber",
+            "345-67-8901",
+            "socialSecurityNumber already belongs to another employee.",
+        ),
+    ];
+    for (field, value, expected) in cases {
+        let mut body = candidate("cand-2");
+        body["socialSecurityNumber"] = json!("567-89-0123");
+        body[field] = json!(value);
+        let r = push(&app, &token, &body).await;
+        assert_eq!(r.status(), 409, "{field} {value}");
+        let p: Value = r.json().await.unwrap();
+        assert_eq!(p["detail"], expected, "{field} {value}");
+    }
+    // Its own employee's profileId: named, the partner sees it.
+    sqlx::query("UPDATE employees SET profile_id = 'ATS-1' WHERE id = $1")
+        .bind(own)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let mut body = candidate("cand-3");
+    body["socialSecurityNumber"] = json!("567-89-0123");
+    body["profileId"] = json!("ATS-1");
+    let p: Value = push(&app, &token, &body).await.json().await.unwrap();
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("employee {own}")),
+        "{p}"
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM employees WHERE id > $1", 0)
+            .await,
+        4,
+        "nothing written by the refused calls"
+    );
+}

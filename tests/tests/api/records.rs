@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use i9_tests::{spawn_app, ADMIN};
+use i9_tests::{ids, spawn_app, ADMIN, WEST_HR};
 use serde_json::Value;
 
 #[derive(Debug, Clone, Copy)]
@@ -441,9 +441,16 @@ async fn every_resource_has_the_fields_and_types_of_the_specification() {
         user["groups"],
         serde_json::json!([{"id": acme, "name": "Acme"}])
     );
-    let bot = app.get_json("/v1/users?login=ats.bot", &token).await;
+    sqlx::query(
+        "INSERT INTO users (login, first_name, last_name, role_id)
+         SELECT 'no.groups', 'Lone', 'User', id FROM roles WHERE name = 'Viewer'",
+    )
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let lone = app.get_json("/v1/users?login=no.groups", &token).await;
     assert_eq!(
-        bot["searchResult"][0]["groups"],
+        lone["searchResult"][0]["groups"],
         serde_json::json!([]),
         "possibly empty"
     );
@@ -493,4 +500,78 @@ async fn missing_and_malformed_ids_are_404_problems() {
         assert_eq!(body["status"], 404);
         assert_eq!(body["type"], "/problems/not-found");
     }
+}
+
+#[tokio::test]
+async fn an_employees_sign_in_is_shown_only_to_those_who_see_the_employee() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    // Sign-ins for Maria (West) and Aisha (Boston).
+    let mut logins = Vec::new();
+    for (profile, group) in [
+        ("EMP-1001", "Portland Warehouse"),
+        ("EMP-1003", "Boston Office"),
+    ] {
+        let id = app.employee_id(profile).await;
+        let body = serde_json::json!({"firstName": "X", "lastName": "Y", "locationId": app.group_id(group).await,
+                                      "createLogin": true});
+        let r = app
+            .patch_json(&format!("/v1/employees/{id}"), &admin, &body)
+            .await;
+        assert_eq!(r.status(), 200);
+        logins.push(
+            app.id_of("SELECT id FROM users WHERE employee_id = (SELECT id FROM employees WHERE profile_id = $1)", profile)
+                .await,
+        );
+    }
+    let (maria_login, aisha_login) = (logins[0], logins[1]);
+    // Someone has put Aisha's sign-in into the root group.
+    sqlx::query(
+        "INSERT INTO user_groups (user_id, group_id) SELECT $1, id FROM groups WHERE name = 'Acme'",
+    )
+    .bind(aisha_login)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let acme = app.group_id("Acme").await;
+
+    let west = app.token(WEST_HR).await; // permission 8, sees West Region
+    let listed = ids(&app.get_json("/v1/users", &west).await);
+    assert_eq!(
+        listed.len(),
+        4 + 1,
+        "the organization's users and Maria's sign-in"
+    );
+    assert!(listed.contains(&maria_login) && !listed.contains(&aisha_login));
+    let r = app
+        .get_json("/v1/users?login=aisha.okafor@mail.example", &west)
+        .await;
+    assert!(ids(&r).is_empty());
+    assert_eq!(
+        app.get(&format!("/v1/users/{maria_login}"), &west)
+            .await
+            .status(),
+        200
+    );
+    let r = app.get(&format!("/v1/users/{aisha_login}"), &west).await;
+    assert_eq!(r.status(), 404, "as for a user that does not exist");
+    let members = ids(&app
+        .get_json(&format!("/v1/groups/{acme}/users"), &west)
+        .await);
+    assert_eq!(members.len(), 1, "the administrator only");
+    assert!(!members.contains(&aisha_login));
+
+    // Permission 11 sees every employee, and so every sign-in.
+    let everyone = ids(&app.get_json("/v1/users", &admin).await);
+    assert_eq!(everyone.len(), 4 + 2);
+    let members = ids(&app
+        .get_json(&format!("/v1/groups/{acme}/users"), &admin)
+        .await);
+    assert_eq!(members.len(), 2);
+    assert_eq!(
+        app.get(&format!("/v1/users/{aisha_login}"), &admin)
+            .await
+            .status(),
+        200
+    );
 }

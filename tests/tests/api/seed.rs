@@ -63,8 +63,8 @@ async fn seeding_twice_changes_nothing() {
         ("oauth_clients", 3),
         ("employees", 3),
         ("employment_periods", 3),
-        ("user_groups", 3),
-        ("role_permissions", 12 + 9 + 4 + 4),
+        ("user_groups", 4),
+        ("role_permissions", 12 + 9 + 4 + 3),
     ] {
         assert_eq!(count(&db, table).await, n, "{table}");
     }

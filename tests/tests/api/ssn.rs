@@ -1,8 +1,9 @@
-//! Social security numbers: masked without permission 12, whole with it, and
-//! every whole read written to the audit log.
+//! Social security numbers: masked without permission 12, whole with it;
+//! every whole read and every search by number written to the audit log, and
+//! nothing else that disclosed no number.
 
 use i9_tests::{spawn_app, ADMIN, WEST_HR};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 async fn ssn_reads(app: &i9_tests::TestApp) -> Vec<(String, String, Option<String>)> {
     sqlx::query_as("SELECT resource_type, resource_id, request_id FROM audit_log WHERE action = 'ssn.read' ORDER BY id")
@@ -28,14 +29,197 @@ async fn users_without_permission_12_see_masked_numbers_and_leave_no_audit() {
     assert_eq!(record["ssn"], "***-**-6789");
     assert!(!list.to_string().contains("123-45"));
     assert!(ssn_reads(&app).await.is_empty());
-    // Searching by SSN works without seeing it.
-    let found = app
-        .get_json("/v1/employees?socialSecurityNumber=123-45-6789", &west)
+}
+
+/// The `ssn.search` audit rows: user, request id and the `matched` count.
+async fn ssn_searches(app: &i9_tests::TestApp) -> Vec<(i64, Option<String>, Value)> {
+    sqlx::query_as(
+        "SELECT user_id, request_id, detail FROM audit_log WHERE action = 'ssn.search' ORDER BY id",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn searching_by_ssn_needs_permission_12_and_each_search_is_audited() {
+    let app = spawn_app().await;
+    let maria = app.employee_id("EMP-1001").await;
+    // Without permission 12 the filter would reveal masked numbers by trial.
+    let west = app.token(WEST_HR).await;
+    let r = app
+        .get("/v1/employees?socialSecurityNumber=123-45-6789", &west)
         .await;
-    assert_eq!(
-        found["searchResult"][0]["socialSecurityNumber"],
-        "***-**-6789"
+    assert_eq!(r.status(), 403);
+    let p: Value = r.json().await.unwrap();
+    assert_eq!(p["type"], "/problems/forbidden");
+    let detail = p["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("socialSecurityNumber") && detail.contains("permission 12"),
+        "{detail}"
     );
+    assert!(!p.to_string().contains("123-45"));
+    assert!(
+        ssn_searches(&app).await.is_empty(),
+        "a refused search is not a search"
+    );
+    assert_eq!(
+        app.get("/v1/employees?lastName=Lopez", &west)
+            .await
+            .status(),
+        200,
+        "other filters need no permission 12"
+    );
+
+    let admin = app.token(ADMIN).await;
+    let r = app
+        .http
+        .get(app.url("/v1/employees?socialSecurityNumber=123-45-6789"))
+        .bearer_auth(&admin)
+        .header("x-request-id", "ssn-search-1")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let found: Value = r.json().await.unwrap();
+    assert_eq!(i9_tests::ids(&found), vec![maria]);
+    let none = app
+        .get_json("/v1/employees?socialSecurityNumber=567-89-0123", &admin)
+        .await;
+    assert!(i9_tests::ids(&none).is_empty());
+
+    let searches = ssn_searches(&app).await;
+    assert_eq!(searches.len(), 2, "one row per search");
+    assert_eq!(
+        searches[0],
+        (1, Some("ssn-search-1".to_owned()), json!({"matched": 1}))
+    );
+    assert_eq!(searches[1].2, json!({"matched": 0}));
+    // The employee shown is a read of a full number as well; the number searched is never kept.
+    assert_eq!(ssn_reads(&app).await.len(), 1);
+    let audit: Vec<String> = sqlx::query_scalar("SELECT row_to_json(a)::TEXT FROM audit_log a")
+        .fetch_all(app.pool())
+        .await
+        .unwrap();
+    for row in audit {
+        for number in ["123-45-6789", "123456789", "567-89-0123", "567890123"] {
+            assert!(!row.contains(number), "{row}");
+        }
+    }
+}
+
+/// The audit actions of one request, by its `x-request-id`.
+async fn audited(app: &i9_tests::TestApp, request_id: &str) -> Vec<String> {
+    sqlx::query_scalar("SELECT action FROM audit_log WHERE request_id = $1 ORDER BY id")
+        .bind(request_id)
+        .fetch_all(app.pool())
+        .await
+        .unwrap()
+}
+
+/// Send `method path` with `token` and the request id `rid`; its status.
+async fn send(app: &i9_tests::TestApp, method: &str, path: &str, token: &str, rid: &str) -> u16 {
+    let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+    let mut req = app
+        .http
+        .request(method.clone(), app.url(path))
+        .bearer_auth(token)
+        .header("x-request-id", rid);
+    if method == reqwest::Method::POST {
+        req = req.json(&json!({}));
+    }
+    req.send().await.unwrap().status().as_u16()
+}
+
+#[tokio::test]
+async fn only_what_was_disclosed_is_audited() {
+    let app = spawn_app().await;
+    let maria = app.employee_id("EMP-1001").await;
+    let aisha = app.employee_id("EMP-1003").await;
+    let maria_i9 = app.insert_i9(maria, "Signed Sec 2").await;
+    let aisha_i9 = app.insert_i9(aisha, "Signed Sec 2").await;
+    // West HR sees full numbers, in West Region only.
+    sqlx::query(
+        "INSERT INTO role_permissions (role_id, permission_id)
+         SELECT id, 12 FROM roles WHERE name = 'HR Manager'",
+    )
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let west = app.token(WEST_HR).await;
+    let admin = app.token(ADMIN).await;
+
+    let cases: Vec<(&str, String, &str, u16, Vec<&str>)> = vec![
+        // Records the caller cannot see: 404, nothing decrypted, nothing audited.
+        ("GET", format!("/v1/employees/{aisha}"), &west, 404, vec![]),
+        ("GET", format!("/v1/i9s/{aisha_i9}"), &west, 404, vec![]),
+        (
+            "POST",
+            format!("/v1/i9s/{aisha_i9}/complete"),
+            &west,
+            404,
+            vec![],
+        ),
+        // A read that shows a full number: one entry.
+        (
+            "GET",
+            format!("/v1/employees/{maria}"),
+            &west,
+            200,
+            vec!["ssn.read"],
+        ),
+        // A step: its own entry, and one read for the number its answer shows.
+        (
+            "POST",
+            format!("/v1/i9s/{maria_i9}/complete"),
+            &west,
+            200,
+            vec!["i9.complete", "ssn.read"],
+        ),
+        // A step the status does not allow discloses nothing.
+        (
+            "POST",
+            format!("/v1/i9s/{maria_i9}/complete"),
+            &admin,
+            409,
+            vec![],
+        ),
+        (
+            "POST",
+            format!("/v1/i9s/{aisha_i9}/park"),
+            &admin,
+            200,
+            vec!["i9.park", "ssn.read"],
+        ),
+    ];
+    for (n, (method, path, token, status, actions)) in cases.iter().enumerate() {
+        let rid = format!("disclosed-{n}");
+        assert_eq!(
+            send(&app, method, path, token, &rid).await,
+            *status,
+            "{method} {path}"
+        );
+        assert_eq!(audited(&app, &rid).await, *actions, "{method} {path}");
+    }
+    // Without permission 12 a step's answer shows a masked number: no read.
+    let boston_i9 = app.insert_i9(aisha, "Signed Sec 1").await;
+    sqlx::query("DELETE FROM role_permissions WHERE permission_id = 12 AND role_id = (SELECT id FROM roles WHERE name = 'Administrator')")
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let admin = app.token(ADMIN).await; // a new sign-in: the old token's rights may be cached
+    assert_eq!(
+        send(
+            &app,
+            "POST",
+            &format!("/v1/i9s/{boston_i9}/park"),
+            &admin,
+            "masked"
+        )
+        .await,
+        200
+    );
+    assert_eq!(audited(&app, "masked").await, ["i9.park"]);
 }
 
 #[tokio::test]

@@ -21,9 +21,11 @@ use super::{reveal_ssn, Id};
 use crate::{
     audit,
     auth::Caller,
+    auth::Visibility,
     error::{ApiError, ApiResult, Problem},
     list::{
         filter, no_computed, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse, PageSql,
+        Restrict,
     },
     state::AppState,
 };
@@ -120,7 +122,7 @@ pub struct EmployeeSummary {
         (status = 200, description = "A page of employees the caller may see", body = ListResponse<EmployeeSummary>),
         (status = 400, description = "Unknown parameter or bad value", body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing scope or permission 1; a socialSecurityNumber filter without permission 12", body = Problem, content_type = "application/problem+json"),
     ),
     security(("oauth2" = ["read"]))
 )]
@@ -131,7 +133,13 @@ pub async fn list(
 ) -> ApiResult<Json<ListResponse<EmployeeSummary>>> {
     caller.require(Scope::Read, Permission::ViewEmployees)?;
     let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
-    let visibility = caller.visible_groups(&state.pool).await?;
+    // Without permission 12 a search by number would reveal masked numbers by trial.
+    if q.searches_ssn() && !caller.has(Permission::FullSsn) {
+        return Err(ApiError::Forbidden(
+            "Filtering by socialSecurityNumber needs permission 12 (see full social security numbers).".into(),
+        ));
+    }
+    let visibility = caller.visibility(&state.pool).await?;
     let columns = format!(
         "e.id, {I9_STATUS} AS i9_status, li.i9_expiration, e.first_name, e.last_name,
          e.profile_id, e.ssn_ciphertext, e.ssn_last4"
@@ -145,11 +153,14 @@ pub async fn list(
                 count_from: Some("FROM employees e WHERE TRUE"),
                 columns: &columns,
                 order: "ORDER BY e.id",
-                restrict: Some((&visibility, "e.location_id")),
+                restrict: Some(Restrict::Employee(&visibility, "e")),
             },
             &no_computed,
         )
         .await?;
+    if q.searches_ssn() {
+        audit::record_ssn_search(&state.pool, &caller, total).await?;
+    }
 
     let mut revealed = Vec::new();
     for r in &mut rows {
@@ -252,24 +263,29 @@ pub struct EmployeeRecord {
     pub ssn_last4: Option<String>,
     #[serde(skip)]
     pub section2_i9_id: Option<i64>,
+    /// The partner client the employee was created through.
+    #[serde(skip)]
+    pub integration_client_id: Option<i64>,
 }
 
 /// Load one employee the caller may see, with its SSN revealed or masked.
 pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<EmployeeRecord> {
-    let visibility = caller.visible_groups(&state.pool).await?;
+    let visibility = caller.visibility(&state.pool).await?;
     let mut conn = state.pool.acquire().await?;
-    match fetch(&mut conn, state, caller, id).await? {
-        Some(rec) if visibility.sees(rec.location_id) => Ok(rec),
-        _ => Err(ApiError::NotFound),
-    }
+    fetch(&mut conn, state, caller, &visibility, id)
+        .await?
+        .ok_or(ApiError::NotFound)
 }
 
 /// The record as `caller` may see it, read through `conn` (a write's own
-/// transaction, so its response shows what it wrote). Checks no visibility.
+/// transaction, so its response shows what it wrote); `None` when there is
+/// none or the caller cannot see it. Visibility is checked before the SSN is
+/// decrypted, so only a disclosed number is audited.
 pub async fn fetch(
     conn: &mut sqlx::PgConnection,
     state: &AppState,
     caller: &Caller,
+    visibility: &Visibility,
     id: i64,
 ) -> ApiResult<Option<EmployeeRecord>> {
     let rec: Option<EmployeeRecord> = sqlx::query_as(&format!(
@@ -287,7 +303,10 @@ pub async fn fetch(
     .bind(id)
     .fetch_optional(&mut *conn)
     .await?;
-    let Some(mut rec) = rec else { return Ok(None) };
+    let Some(mut rec) = rec.filter(|r| visibility.sees(r.location_id, r.integration_client_id))
+    else {
+        return Ok(None);
+    };
     let i9_ids: Vec<i64> =
         sqlx::query_scalar("SELECT id FROM i9s WHERE employee_id = $1 ORDER BY id DESC")
             .bind(id)

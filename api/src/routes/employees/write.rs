@@ -29,7 +29,7 @@ use super::{
 use crate::{
     auth::{Caller, Visibility},
     error::{ApiError, ApiResult, FieldError, Problem},
-    idempotency,
+    idempotency::{self, Outcome, Replay},
     routes::Id,
     state::AppState,
 };
@@ -93,7 +93,7 @@ const SELF_SERVICE_ROLE: &str = "employee self-service";
         (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Missing scope or permission, or a group the caller cannot see", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "profileId or SSN held by another employee", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "profileId or SSN held by another employee (named only when the caller may see it)", body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json"),
         (status = 415, body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
@@ -109,7 +109,7 @@ pub async fn create(
     caller.require(Scope::Write, Permission::EditEmployees)?;
     let key = idempotency::key(&headers)?;
     let input = parse_body(&headers, &body, Operation::Create)?;
-    let visibility = caller.visible_groups(&state.pool).await?;
+    let visibility = caller.visibility(&state.pool).await?;
 
     // A plain create is one statement, atomic on its own; an idempotency key
     // or a sign-in needs a transaction around several.
@@ -118,17 +118,18 @@ pub async fn create(
     } else {
         None
     };
-    if let (Some(key), Some(tx)) = (&key, tx.as_mut()) {
-        if let Some(saved) =
-            idempotency::claim(tx, caller.user_id, key, "POST /v1/employees", &body).await?
+    if let (Some(key), Some(conn)) = (&key, tx.as_mut()) {
+        if let Some(replay) =
+            idempotency::claim(conn, caller.user_id, key, "POST /v1/employees", &body).await?
         {
-            return Ok(saved.into_response());
+            drop(tx);
+            return replay_create(&state, &caller, &visibility, replay).await;
         }
     }
     // A group outside the caller's own: 422 if it does not exist, else 403.
     // Groups the caller sees exist, so the happy path needs no query here.
     if let Some(Some(group)) = input.int("location_id") {
-        if !visibility.sees(group) {
+        if !visibility.may_place_in(group) {
             let mut conn = state.pool.acquire().await?;
             check_references(&mut conn, &input, &visibility).await?;
         }
@@ -193,7 +194,7 @@ pub async fn create(
         Ok(rec) => rec,
         Err(e) => {
             drop(tx);
-            return Err(insert_error(e, &state, &input, &visibility).await);
+            return Err(insert_error(e, &state, &caller, &visibility, &input).await);
         }
     };
     let id = rec.id;
@@ -211,15 +212,45 @@ pub async fn create(
         "self",
         format!("/v1/employees/{id}"),
     )];
+    let outcome = Outcome {
+        resource_id: id,
+        section1_request: request.as_ref().map(|r| r.id),
+    };
     rec.i9_form_section1_link = request.map(|r| r.link);
     idempotency::created(
         tx,
         caller.user_id,
         key.as_deref(),
+        outcome,
         format!("/v1/employees/{id}"),
         &rec,
     )
     .await
+}
+
+/// The answer to a repeated create: the employee as GET shows it to the
+/// caller now (404 if it no longer may see it), with the Section 1 link that
+/// the first answer carried.
+async fn replay_create(
+    state: &AppState,
+    caller: &Caller,
+    visibility: &Visibility,
+    replay: Replay,
+) -> ApiResult<Response> {
+    let mut conn = state.pool.acquire().await?;
+    let mut rec = fetch(
+        &mut conn,
+        state,
+        caller,
+        visibility,
+        replay.outcome.resource_id,
+    )
+    .await?
+    .ok_or(ApiError::NotFound)?;
+    if let Some(request) = replay.outcome.section1_request {
+        rec.i9_form_section1_link = Some(section1_link(&mut conn, state, request).await?);
+    }
+    replay.respond(&rec)
 }
 
 #[utoipa::path(
@@ -255,24 +286,24 @@ pub async fn update(
             "Must match the id in the path.",
         )]));
     }
-    let visibility = caller.visible_groups(&state.pool).await?;
+    let visibility = caller.visibility(&state.pool).await?;
 
     let mut tx = state.pool.begin().await?;
     // Lock the employee: concurrent writes to one employee take turns, so two
     // `createI9: "yes"` cannot both find it without an open I-9.
-    let current: Option<(i64, Option<String>, Option<i64>)> = sqlx::query_as(
-        "SELECT location_id, email_address, (SELECT id FROM users WHERE employee_id = e.id)
+    let current: Option<(i64, Option<i64>, Option<String>, Option<i64>)> = sqlx::query_as(
+        "SELECT location_id, integration_client_id, email_address,
+                (SELECT id FROM users WHERE employee_id = e.id)
          FROM employees e WHERE id = $1 FOR UPDATE",
     )
     .bind(id)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((location, current_email, login_id)) =
-        current.filter(|(loc, _, _)| visibility.sees(*loc))
+    let Some((_, _, current_email, login_id)) =
+        current.filter(|(loc, client, _, _)| visibility.sees(*loc, *client))
     else {
         return Err(ApiError::NotFound);
     };
-    let _ = location;
     check_references(&mut tx, &input, &visibility).await?;
     let period: Option<(i64, Option<NaiveDate>, Option<NaiveDate>)> = sqlx::query_as(
         "SELECT id, start_date, terminated_date FROM employment_periods WHERE employee_id = $1 ORDER BY id DESC LIMIT 1",
@@ -313,7 +344,7 @@ pub async fn update(
             "Only a terminated employee can be re-hired; this one is active.".into(),
         ));
     }
-    check_unique(&mut tx, &state, &input, Some(id)).await?;
+    check_unique(&mut tx, &state, &caller, &visibility, &input, Some(id)).await?;
     let i9_allowed = match input.i9 {
         Some(wish) => {
             let open = has_open_i9(&mut tx, id).await?;
@@ -350,13 +381,13 @@ pub async fn update(
         }
     }
     let link = match input.i9 {
-        Some(wish) if i9_allowed => Some(request_i9(&mut tx, &state, id, wish.remote).await?),
+        Some(wish) if i9_allowed => Some(request_i9(&mut tx, &state, id, wish.remote).await?.1),
         _ => None,
     };
     login(&mut tx, &input, id, email.as_deref(), login_id).await?;
     audit(&mut tx, &caller, "employee.update", id, &input).await?;
 
-    let mut rec = fetch(&mut tx, &state, &caller, id)
+    let mut rec = fetch(&mut tx, &state, &caller, &visibility, id)
         .await?
         .ok_or(ApiError::NotFound)?;
     rec.i9_form_section1_link = link;
@@ -423,7 +454,7 @@ pub async fn check_references(
                 "not_found",
                 "No group has this id.",
             ));
-        } else if !visibility.sees(group) {
+        } else if !visibility.may_place_in(group) {
             hidden = true;
         }
     }
@@ -482,53 +513,67 @@ fn require_email(
     }
 }
 
-/// 409 when `profileId` or the SSN already belongs to another employee.
+/// 409 when `profileId` or the SSN already belongs to another employee. The
+/// answer names the holder only when the caller sees that employee and, for
+/// an SSN, may see its full number (permission 12): otherwise naming it would
+/// confirm a record outside the caller's groups, or reveal a masked number by
+/// trial. Unnamed, it reads exactly as for any other holder, wherever it is
+/// (docs/api.md, "Writing employees").
 pub async fn check_unique(
     tx: &mut PgConnection,
     state: &AppState,
+    caller: &Caller,
+    visibility: &Visibility,
     input: &EmployeeInput,
     me: Option<i64>,
 ) -> ApiResult<()> {
     if let Some(Some(profile)) = input.text("profile_id") {
-        let other: Option<i64> =
-            sqlx::query_scalar("SELECT id FROM employees WHERE lower(profile_id) = lower($1) AND id IS DISTINCT FROM $2")
-                .bind(profile)
-                .bind(me)
-                .fetch_optional(&mut *tx)
-                .await?;
-        if let Some(other) = other {
-            return Err(ApiError::Conflict(format!(
-                "profileId already belongs to employee {other}; re-hire with PATCH /v1/employees/{other}."
-            )));
+        let holder: Option<(i64, i64, Option<i64>)> = sqlx::query_as(
+            "SELECT id, location_id, integration_client_id FROM employees
+             WHERE lower(profile_id) = lower($1) AND id IS DISTINCT FROM $2",
+        )
+        .bind(profile)
+        .bind(me)
+        .fetch_optional(&mut *tx)
+        .await?;
+        if let Some((id, location, client)) = holder {
+            let named = visibility.sees(location, client);
+            return Err(duplicate("profileId", named.then_some(id)));
         }
     }
     if let Some(Some(ssn)) = &input.ssn {
-        let other: Option<i64> = sqlx::query_scalar(
-            "SELECT id FROM employees WHERE ssn_hash = $1 AND id IS DISTINCT FROM $2",
+        let holder: Option<(i64, i64, Option<i64>)> = sqlx::query_as(
+            "SELECT id, location_id, integration_client_id FROM employees
+             WHERE ssn_hash = $1 AND id IS DISTINCT FROM $2",
         )
         .bind(state.cipher.ssn_search_hash(ssn))
         .bind(me)
         .fetch_optional(&mut *tx)
         .await?;
-        if let Some(other) = other {
-            return Err(ApiError::Conflict(format!(
-                "socialSecurityNumber already belongs to employee {other}; re-hire with PATCH /v1/employees/{other}."
-            )));
+        if let Some((id, location, client)) = holder {
+            let named = visibility.sees(location, client) && caller.has(Permission::FullSsn);
+            return Err(duplicate("socialSecurityNumber", named.then_some(id)));
         }
     }
     Ok(())
+}
+
+/// The 409 of a taken `field`, naming `holder` when given.
+fn duplicate(field: &str, holder: Option<i64>) -> ApiError {
+    ApiError::Conflict(match holder {
+        Some(id) => format!(
+            "{field} already belongs to employee {id}; re-hire with PATCH /v1/employees/{id}."
+        ),
+        None => format!("{field} already belongs to another employee."),
+    })
 }
 
 /// A unique index caught what the checks above missed (a concurrent write).
 pub fn unique_violation(e: sqlx::Error) -> ApiError {
     match &e {
         sqlx::Error::Database(db) => match db.constraint() {
-            Some("employees_profile_id_key") => {
-                ApiError::Conflict("profileId already belongs to another employee.".into())
-            }
-            Some("employees_ssn_hash_key") => ApiError::Conflict(
-                "socialSecurityNumber already belongs to another employee.".into(),
-            ),
+            Some("employees_profile_id_key") => duplicate("profileId", None),
+            Some("employees_ssn_hash_key") => duplicate("socialSecurityNumber", None),
             Some("i9_requests_one_pending" | "i9s_one_open_per_employee") => {
                 ApiError::Conflict("The employee has an open I-9 (or one being created).".into())
             }
@@ -553,13 +598,14 @@ pub async fn has_open_i9(tx: &mut PgConnection, employee: i64) -> Result<bool, s
 }
 
 /// Request an I-9 for `employee`: its Section 1 link token is issued now (the
-/// response carries the link); a worker creates the I-9. Returns the link.
+/// response carries the link); a worker creates the I-9. Returns the
+/// request's id and the link.
 pub async fn request_i9(
     tx: &mut PgConnection,
     state: &AppState,
     employee: i64,
     remote: bool,
-) -> ApiResult<String> {
+) -> ApiResult<(Uuid, String)> {
     let token = new_token("s1_");
     let request_id = Uuid::new_v4();
     let expires = Utc::now()
@@ -585,6 +631,30 @@ pub async fn request_i9(
     .await
     .map_err(unique_violation)?;
     outbox::enqueue(tx, Job::CreateI9 { request_id }).await?;
+    Ok((
+        request_id,
+        i9_common::links::section1(&state.config.public_base_url, &token),
+    ))
+}
+
+/// The Section 1 link of the I-9 request `request`, as the write that issued
+/// it answered (for a replay; the token is kept encrypted).
+pub async fn section1_link(
+    conn: &mut PgConnection,
+    state: &AppState,
+    request: Uuid,
+) -> ApiResult<String> {
+    let ciphertext: Vec<u8> =
+        sqlx::query_scalar("SELECT section1_token_ciphertext FROM i9_requests WHERE id = $1")
+            .bind(request)
+            .fetch_one(&mut *conn)
+            .await?;
+    let token = state
+        .cipher
+        .decrypt(Purpose::Section1Token, &ciphertext)
+        .ok()
+        .and_then(|t| String::from_utf8(t).ok())
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("a Section 1 token does not decrypt")))?;
     Ok(i9_common::links::section1(
         &state.config.public_base_url,
         &token,
@@ -650,12 +720,13 @@ impl I9Request {
 }
 
 /// Why the insert failed, in the caller's terms: a missing reference (422),
-/// a group outside the caller's (403), or a duplicate (409 naming the holder).
+/// a group outside the caller's (403), or a duplicate (409, see [`check_unique`]).
 async fn insert_error(
     e: sqlx::Error,
     state: &AppState,
-    input: &EmployeeInput,
+    caller: &Caller,
     visibility: &Visibility,
+    input: &EmployeeInput,
 ) -> ApiError {
     let constraint = match &e {
         sqlx::Error::Database(db) => db.constraint().map(str::to_owned),
@@ -673,10 +744,12 @@ async fn insert_error(
         }
         Some("employees_profile_id_key" | "employees_ssn_hash_key") => {
             match state.pool.begin().await {
-                Ok(mut conn) => match check_unique(&mut conn, state, input, None).await {
-                    Err(err) => err,
-                    Ok(()) => unique_violation(e),
-                },
+                Ok(mut conn) => {
+                    match check_unique(&mut conn, state, caller, visibility, input, None).await {
+                        Err(err) => err,
+                        Ok(()) => unique_violation(e),
+                    }
+                }
                 Err(err) => err.into(),
             }
         }
