@@ -13,6 +13,7 @@ mod lists;
 mod once;
 mod openapi;
 mod operations;
+mod page_headers;
 mod partners;
 mod purge;
 mod records;
