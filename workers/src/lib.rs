@@ -4,6 +4,7 @@
 //! - [`jobs`]: one handler per job kind.
 //! - [`mailer`]: outgoing mail (SMTP or `.eml` files).
 
+pub mod callback_client;
 pub mod consumer;
 pub mod jobs;
 pub mod mailer;

@@ -4,6 +4,7 @@
 
 mod access;
 mod auth;
+mod callback_urls;
 mod callbacks;
 mod dead_letters;
 mod employee_writes;
