@@ -11,6 +11,7 @@ mod employee_writes;
 mod jobs;
 mod lifecycle;
 mod lists;
+mod mail_tls;
 mod once;
 mod openapi;
 mod operations;
