@@ -93,6 +93,7 @@ async fn run() -> anyhow::Result<()> {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
             let org = seed::parse(&text)?;
+            seed::check_callback_urls(&org, config.allow_private_callbacks)?;
             let pool = db::connect(&config).await?;
             check_keys(&pool, &config).await?;
             let assigned = seed::load(&pool, &DataCipher::from_config(&config), &org).await?;

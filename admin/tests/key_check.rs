@@ -127,6 +127,8 @@ fn admin(
             None => cmd.env_remove(name),
         };
     }
+    // The example organization's callback URL is a local one.
+    cmd.env("ALLOW_PRIVATE_CALLBACKS", "true");
     let out = cmd.output().unwrap();
     (
         out.status.success(),

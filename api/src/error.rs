@@ -186,7 +186,9 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let this = self.or_unavailable();
         if let ApiError::Internal(e) = &this {
-            tracing::error!(error = ?e, "internal error");
+            // The chain of messages, not `Debug`: a database error's debug
+            // form carries its detail, which quotes the values of the row.
+            tracing::error!(error = %format!("{e:#}"), "internal error");
         }
         let (status, slug, detail) = this.parts();
         let base = problem(status, slug, detail);

@@ -8,6 +8,7 @@ pub mod format;
 pub mod idempotency;
 pub mod list;
 pub mod middleware;
+pub mod page_security;
 pub mod routes;
 pub mod state;
 
@@ -15,6 +16,7 @@ use std::{sync::Arc, time::Duration};
 
 use axum::{
     extract::DefaultBodyLimit,
+    http::{header, HeaderValue},
     routing::{get, post},
     Router,
 };
@@ -24,6 +26,7 @@ use tokio::net::TcpListener;
 use tower_http::{
     catch_panic::CatchPanicLayer,
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
+    set_header::SetResponseHeaderLayer,
     timeout::TimeoutLayer,
 };
 
@@ -60,10 +63,8 @@ pub fn router(state: AppState) -> Router {
         .route("/roles/{id}", get(roles::get_one))
         .route("/openapi.json", get(openapi::openapi_json));
 
-    Router::new()
-        .nest("/v1", v1)
-        .route("/oauth2/access_token", post(oauth::token))
-        .route("/oauth2/access_token/", post(oauth::token))
+    // The employee pages: link tokens in the path, personal data in the body.
+    let pages = Router::new()
         .route(
             "/account/set-password/{token}",
             get(pages::set_password_form).post(pages::set_password),
@@ -72,6 +73,13 @@ pub fn router(state: AppState) -> Router {
             "/i9/section1/{token}",
             get(section1::show).post(section1::sign),
         )
+        .route_layer(axum::middleware::from_fn(page_security::headers));
+
+    Router::new()
+        .nest("/v1", v1)
+        .merge(pages)
+        .route("/oauth2/access_token", post(oauth::token))
+        .route("/oauth2/access_token/", post(oauth::token))
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
@@ -88,6 +96,11 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::trace_layer())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .layer(axum::middleware::from_fn(middleware::sanitize_request_id))
+        // No answer is to be read as another type than it says.
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
         .with_state(state)
 }
 

@@ -19,8 +19,13 @@ use tracing::{Level, Span};
 
 use crate::error::problem;
 
-/// Logs one span per request with its id, method and path. Never the query
-/// string: it may hold a social security number.
+/// Logs one span per request with its id, method and route: the route's
+/// template (`/i9/section1/{token}`), never the path itself, which may carry
+/// a link token, nor the query string, which may hold a social security
+/// number. A path that matches no route is logged as `unmatched`.
+///
+/// The layer is added with `Router::layer`, which wraps each route after
+/// routing (axum 0.8), so `MatchedPath` is already known here.
 pub fn trace_layer() -> TraceLayer<
     SharedClassifier<ServerErrorsAsFailures>,
     impl Fn(&Request<Body>) -> Span + Clone,
@@ -34,7 +39,11 @@ pub fn trace_layer() -> TraceLayer<
                 .get("x-request-id")
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("-");
-            tracing::info_span!("request", request_id, method = %req.method(), path = req.uri().path())
+            let route = req
+                .extensions()
+                .get::<MatchedPath>()
+                .map_or("unmatched", |p| p.as_str());
+            tracing::info_span!("request", request_id, method = %req.method(), route)
         })
         .on_response(DefaultOnResponse::new().level(Level::INFO))
 }

@@ -22,7 +22,8 @@ Environment (shared by i9-api, i9-worker and i9-admin; see the README):
   AMQP_URL, AMQP_PREFIX                      RabbitMQ
   STARTUP_TIMEOUT_SECS                       wait at start for both (default 60)
   DATA_ENCRYPTION_KEY, SSN_HASH_KEY          keys (or *_FILE); APP_ENV=production
-  SMTP_URL, MAIL_DIR                         mail
+  SMTP_URL, MAIL_DIR                         mail (smtps://, or ?tls=required)
+  SMTP_CA_FILE, SMTP_ALLOW_PLAINTEXT_AUTH    its extra root CAs; credentials without TLS
   BIND_ADDR, PUBLIC_BASE_URL                 the API's address and its links
   ALLOW_PRIVATE_CALLBACKS                    partner callbacks to private addresses
   ACCESS_TOKEN_TTL_SECS, REFRESH_TOKEN_TTL_SECS, AUTH_CACHE_TTL_SECS,
@@ -43,6 +44,11 @@ pub struct Config {
     pub database_max_connections: u32,
     pub amqp_url: String,
     pub smtp_url: Option<String>,
+    /// PEM root certificates trusted for the SMTP server besides the
+    /// built-in ones (a private CA).
+    pub smtp_ca_file: Option<PathBuf>,
+    /// Lets `SMTP_URL` carry credentials without TLS (a relay on this host).
+    pub smtp_allow_plaintext_auth: bool,
     pub mail_dir: PathBuf,
     pub public_base_url: String,
     pub bind_addr: SocketAddr,
@@ -189,6 +195,8 @@ impl Config {
                 .unwrap_or(20),
             amqp_url: secret("AMQP_URL")?.unwrap_or_else(|| DEFAULT_AMQP_URL.to_owned()),
             smtp_url: secret("SMTP_URL")?,
+            smtp_ca_file: var("SMTP_CA_FILE").map(PathBuf::from),
+            smtp_allow_plaintext_auth: parse_bool("SMTP_ALLOW_PLAINTEXT_AUTH", false)?,
             mail_dir: var("MAIL_DIR")
                 .unwrap_or_else(|| "mail-out".to_owned())
                 .into(),
@@ -238,6 +246,8 @@ impl Config {
             database_max_connections: 20,
             amqp_url: DEFAULT_AMQP_URL.to_owned(),
             smtp_url: None,
+            smtp_ca_file: None,
+            smtp_allow_plaintext_auth: false,
             mail_dir: "mail-out".into(),
             public_base_url: "http://127.0.0.1:8080".to_owned(),
             bind_addr: ([127, 0, 0, 1], 8080).into(),

@@ -7,6 +7,7 @@ pub mod config;
 pub mod crypto;
 pub mod db;
 pub mod dead_letters;
+pub mod destination;
 pub mod domain;
 pub mod events;
 pub mod html;

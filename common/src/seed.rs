@@ -362,7 +362,8 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
             if int.client_system.trim().is_empty() {
                 errors.push(format!("{at}.integration.clientSystem: must not be empty"));
             }
-            if !(int.hr_url.starts_with("https://") || int.hr_url.starts_with("http://")) {
+            // The deployment's own rule is [`check_callback_urls`]'s.
+            if crate::destination::check_callback_url(&int.hr_url, true).is_err() {
                 errors.push(format!("{at}.integration.hrUrl: must be an http(s) URL"));
             }
             if decode_signing_secret(&int.signing_secret).is_none() {
@@ -488,6 +489,30 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
 pub fn decode_signing_secret(secret: &str) -> Option<Vec<u8>> {
     let bytes = STANDARD.decode(secret.strip_prefix("whsec_")?).ok()?;
     (24..=64).contains(&bytes.len()).then_some(bytes)
+}
+
+/// The partners' callback URLs against the deployment's rule
+/// (`common/src/destination.rs`): https to a public address, unless
+/// `ALLOW_PRIVATE_CALLBACKS` is true. `i9-admin seed` checks this before
+/// loading anything; the worker checks it again at each delivery.
+pub fn check_callback_urls(org: &OrgFile, allow_private: bool) -> Result<(), SeedError> {
+    let errors: Vec<String> = org
+        .clients
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let url = &c.integration.as_ref()?.hr_url;
+            let problem = crate::destination::check_callback_url(url, allow_private).err()?;
+            Some(format!(
+                "clients[{i}].integration.hrUrl: {problem} (http and private addresses only with ALLOW_PRIVATE_CALLBACKS=true)"
+            ))
+        })
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(SeedError::Invalid(errors))
+    }
 }
 
 /// id, SSN hash and SSN ciphertext of an employee already in the database.

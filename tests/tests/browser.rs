@@ -154,6 +154,18 @@ async fn an_employee_signs_section_1_in_a_browser() {
         .await
         .unwrap();
     assert!(error.text().await.unwrap().contains("first and last name"));
+    // The page's style sheet applies under its Content-Security-Policy.
+    let colour = c
+        .execute(
+            "return getComputedStyle(document.getElementById('signature-error')).color",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        colour, "rgb(164, 0, 0)",
+        "the inline style sheet is allowed"
+    );
     let street = c.find(Locator::Id("addressStreet")).await.unwrap();
     assert_eq!(
         street.prop("value").await.unwrap().as_deref(),

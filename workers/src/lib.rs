@@ -4,6 +4,7 @@
 //! - [`jobs`]: one handler per job kind.
 //! - [`mailer`]: outgoing mail (SMTP or `.eml` files).
 
+pub mod callback_client;
 pub mod consumer;
 pub mod jobs;
 pub mod mailer;
@@ -26,12 +27,18 @@ pub struct Context {
 
 impl Context {
     pub fn new(config: Config, pool: PgPool) -> anyhow::Result<Self> {
-        let mailer = mailer::Mailer::new(config.smtp_url.as_deref(), config.mail_dir.clone())?;
-        Ok(Self {
+        let mailer = mailer::Mailer::from_config(&config)?;
+        Ok(Self::with_mailer(config, pool, mailer))
+    }
+
+    /// With a mailer built beforehand (`i9-worker` checks the mail settings
+    /// before it waits for its dependencies).
+    pub fn with_mailer(config: Config, pool: PgPool, mailer: mailer::Mailer) -> Self {
+        Self {
             cipher: DataCipher::from_config(&config),
             pool,
             config: Arc::new(config),
             mailer,
-        })
+        }
     }
 }

@@ -1,11 +1,25 @@
 //! Outgoing mail with lettre: over SMTP when `SMTP_URL` is set, otherwise as
 //! `.eml` files in `MAIL_DIR`, so the service runs with no mail server.
+//!
+//! `SMTP_URL` is read by lettre (`AsyncSmtpTransport::from_url`):
+//! `smtps://` is TLS from the first byte (port 465 by default),
+//! `smtp://…?tls=required` upgrades with STARTTLS and refuses a server that
+//! does not offer it (port 587), plain `smtp://` has no TLS (port 25; a relay
+//! on this host, or Mailpit). Servers are verified against the Mozilla roots
+//! plus `SMTP_CA_FILE` (a private CA). Credentials in the URL need one of the
+//! two TLS forms: otherwise the worker refuses to start, unless
+//! `SMTP_ALLOW_PLAINTEXT_AUTH` is true (docs/operations.md, "Mail").
 
-use std::path::PathBuf;
+use std::{
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
-use anyhow::Context;
+use anyhow::{anyhow, bail, Context};
+use i9_common::Config;
 use lettre::{
     message::{header::ContentType, Mailbox, MultiPart, SinglePart},
+    transport::smtp::client::{Certificate, Tls, TlsParameters},
     AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor,
 };
 
@@ -39,22 +53,17 @@ impl std::fmt::Debug for Mailer {
 }
 
 impl Mailer {
-    /// `smtp://host:port` (no TLS: a local relay or Mailpit), or a folder.
-    pub fn new(smtp_url: Option<&str>, mail_dir: PathBuf) -> anyhow::Result<Self> {
-        match smtp_url {
-            Some(url) => {
-                let (creds, host, port) = parse_smtp_url(url)?;
-                let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
-                    .port(port)
-                    .timeout(Some(std::time::Duration::from_secs(20)));
-                if let Some((user, pass)) = creds {
-                    builder = builder.credentials(
-                        lettre::transport::smtp::authentication::Credentials::new(user, pass),
-                    );
-                }
-                Ok(Mailer::Smtp(builder.build()))
-            }
-            None => Ok(Mailer::Files(mail_dir)),
+    /// The mailer of `config`: SMTP per `SMTP_URL`, or `.eml` files in
+    /// `MAIL_DIR`. A setting that would send credentials in clear, or that
+    /// cannot work, is an error naming the setting (never its value).
+    pub fn from_config(config: &Config) -> anyhow::Result<Self> {
+        match &config.smtp_url {
+            Some(url) => Ok(Mailer::Smtp(smtp_transport(
+                url,
+                config.smtp_ca_file.as_deref(),
+                config.smtp_allow_plaintext_auth,
+            )?)),
+            None => Ok(Mailer::Files(config.mail_dir.clone())),
         }
     }
 
@@ -82,10 +91,10 @@ impl Mailer {
         match self {
             Mailer::Smtp(t) => {
                 // lettre bounds each command; this bounds the whole exchange.
-                tokio::time::timeout(std::time::Duration::from_secs(60), t.send(message))
+                tokio::time::timeout(Duration::from_secs(60), t.send(message))
                     .await
                     .context("SMTP delivery timed out")?
-                    .context("SMTP delivery")?;
+                    .map_err(|e| anyhow!("SMTP delivery: {}", describe(&e)))?;
             }
             Mailer::Files(dir) => {
                 tokio::fs::create_dir_all(dir)
@@ -101,44 +110,196 @@ impl Mailer {
     }
 }
 
-/// `smtp://[user:password@]host[:port]` (port 25 by default).
-fn parse_smtp_url(url: &str) -> anyhow::Result<(Option<(String, String)>, String, u16)> {
-    let rest = url
-        .strip_prefix("smtp://")
-        .context("SMTP_URL must look like smtp://host:port (TLS is not supported yet)")?
-        .trim_end_matches('/');
-    let (creds, hostport) = match rest.rsplit_once('@') {
-        Some((c, h)) => {
-            let (u, p) = c.split_once(':').unwrap_or((c, ""));
-            (Some((u.to_owned(), p.to_owned())), h)
+/// How an `SMTP_URL` protects the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Security {
+    /// `smtp://`: no TLS.
+    Plain,
+    /// `smtp://…?tls=opportunistic`: STARTTLS when offered, clear otherwise
+    /// (an attacker on the path can strip the offer).
+    Opportunistic,
+    /// `smtp://…?tls=required`: STARTTLS or no mail.
+    StartTls,
+    /// `smtps://`: TLS from the first byte.
+    Implicit,
+}
+
+const URL_FORMS: &str = "smtps://user:password@host[:465], \
+smtp://user:password@host[:587]?tls=required, or smtp://host[:25] for a relay without TLS";
+
+/// The transport for `url`, checked against the rules of this module.
+fn smtp_transport(
+    url: &str,
+    ca_file: Option<&Path>,
+    allow_plaintext_auth: bool,
+) -> anyhow::Result<AsyncSmtpTransport<Tokio1Executor>> {
+    // Errors name the setting, never its value: it may hold a password.
+    let parsed =
+        url::Url::parse(url).map_err(|_| anyhow!("SMTP_URL is not a URL; use {URL_FORMS}"))?;
+    let tls = parsed
+        .query_pairs()
+        .find(|(k, _)| k == "tls")
+        .map(|(_, v)| v.into_owned());
+    let security = match (parsed.scheme(), tls.as_deref()) {
+        ("smtps", None | Some("required")) => Security::Implicit,
+        ("smtp", Some("required")) => Security::StartTls,
+        ("smtp", Some("opportunistic")) => Security::Opportunistic,
+        ("smtp", None) => Security::Plain,
+        _ => bail!("SMTP_URL has an unknown scheme or tls= value; use {URL_FORMS}"),
+    };
+    let encrypted = matches!(security, Security::StartTls | Security::Implicit);
+    if parsed.password().is_some() && !encrypted && !allow_plaintext_auth {
+        bail!(
+            "SMTP_URL carries a user name and password but no TLS, so they would cross the \
+             network in clear: use smtps:// (TLS from the start) or smtp://…?tls=required \
+             (STARTTLS), or set SMTP_ALLOW_PLAINTEXT_AUTH=true for a relay on this host"
+        );
+    }
+    let host = parsed
+        .host_str()
+        .filter(|h| !h.is_empty())
+        .ok_or_else(|| anyhow!("SMTP_URL needs a host; use {URL_FORMS}"))?
+        .to_owned();
+    if !encrypted && !is_local(&host) {
+        tracing::warn!(
+            "SMTP_URL uses no TLS (or only opportunistic STARTTLS): mail, and the one-time links \
+             in it, cross the network in clear; use smtps:// or ?tls=required unless the relay is \
+             on a network you trust"
+        );
+    }
+    let mut builder = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
+        .map_err(|_| anyhow!("SMTP_URL cannot be used; use {URL_FORMS}"))?
+        .timeout(Some(Duration::from_secs(20)));
+    if let Some(ca_file) = ca_file {
+        let params = with_extra_roots(&host, ca_file)?;
+        builder = builder.tls(match security {
+            Security::Implicit => Tls::Wrapper(params),
+            Security::StartTls => Tls::Required(params),
+            Security::Opportunistic => Tls::Opportunistic(params),
+            Security::Plain => bail!("SMTP_CA_FILE is set but SMTP_URL uses no TLS"),
+        });
+    }
+    Ok(builder.build())
+}
+
+/// TLS parameters for `host` that trust the Mozilla roots and the PEM
+/// certificates of `ca_file`.
+fn with_extra_roots(host: &str, ca_file: &Path) -> anyhow::Result<TlsParameters> {
+    let pem = std::fs::read(ca_file)
+        .with_context(|| format!("reading SMTP_CA_FILE ({})", ca_file.display()))?;
+    if !pem
+        .windows(b"-----BEGIN CERTIFICATE-----".len())
+        .any(|w| w == b"-----BEGIN CERTIFICATE-----")
+    {
+        bail!(
+            "SMTP_CA_FILE ({}) holds no PEM certificate",
+            ca_file.display()
+        );
+    }
+    let cert = Certificate::from_pem(&pem).map_err(|_| {
+        anyhow!(
+            "SMTP_CA_FILE ({}) holds a certificate that cannot be read",
+            ca_file.display()
+        )
+    })?;
+    TlsParameters::builder(host.to_owned())
+        .add_root_certificate(cert)
+        .build_rustls()
+        .map_err(|e| anyhow!("SMTP_CA_FILE ({}): {e}", ca_file.display()))
+}
+
+fn is_local(host: &str) -> bool {
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A delivery error for the log: the server's reply code, not its text (a
+/// rejection often quotes the recipient's address).
+fn describe(e: &lettre::transport::smtp::Error) -> String {
+    match e.status() {
+        Some(code) if e.is_permanent() => {
+            format!("the server refused the message ({code}, permanent)")
         }
-        None => (None, rest),
-    };
-    let (host, port) = match hostport.rsplit_once(':') {
-        Some((h, p)) => (h, p.parse().context("SMTP_URL port must be a number")?),
-        None => (hostport, 25),
-    };
-    anyhow::ensure!(!host.is_empty(), "SMTP_URL needs a host");
-    Ok((creds, host.to_owned(), port))
+        Some(code) => format!("the server refused the message for now ({code}, transient)"),
+        None if e.is_response() => "the server gave an answer that could not be read".into(),
+        None => e.to_string(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn refusal(url: &str, allow_plaintext_auth: bool) -> Option<String> {
+        smtp_transport(url, None, allow_plaintext_auth)
+            .err()
+            .map(|e| format!("{e:#}"))
+    }
+
     #[test]
-    fn smtp_urls() {
-        assert_eq!(
-            parse_smtp_url("smtp://mailpit:1025").unwrap(),
-            (None, "mailpit".into(), 1025)
-        );
-        assert_eq!(parse_smtp_url("smtp://relay").unwrap().2, 25);
-        let (creds, host, _) = parse_smtp_url("smtp://u:p@relay:587").unwrap();
-        assert_eq!(
-            (creds, host.as_str()),
-            (Some(("u".into(), "p".into())), "relay")
-        );
-        assert!(parse_smtp_url("smtps://relay").is_err());
-        assert!(parse_smtp_url("smtp://relay:x").is_err());
+    fn the_url_forms_that_work() {
+        for url in [
+            "smtp://mailpit:1025",
+            "smtp://relay",
+            "smtps://relay.example",
+            "smtps://u:p@relay.example",
+            "smtps://u:p@relay.example:2465",
+            "smtp://u:p@relay.example:587?tls=required",
+            "smtp://relay.example?tls=opportunistic",
+        ] {
+            assert_eq!(refusal(url, false), None, "{url}");
+        }
+    }
+
+    #[test]
+    fn credentials_without_tls_are_refused_naming_the_settings_not_the_password() {
+        for url in [
+            "smtp://u:s3cret-pw@relay.example:587",
+            "smtp://u:s3cret-pw@relay.example:587?tls=opportunistic",
+        ] {
+            let e = refusal(url, false).expect("refused");
+            assert!(
+                e.contains("SMTP_URL") && e.contains("SMTP_ALLOW_PLAINTEXT_AUTH=true"),
+                "{e}"
+            );
+            assert!(!e.contains("s3cret-pw"), "{e}");
+            assert_eq!(refusal(url, true), None, "the opt-out: {url}");
+        }
+    }
+
+    #[test]
+    fn bad_urls_are_refused_without_echoing_them() {
+        for url in [
+            "mailto://u:s3cret-pw@relay",
+            "smtp://u:s3cret-pw@relay?tls=sometimes",
+            "not a url s3cret-pw",
+            "smtps://",
+        ] {
+            let e = refusal(url, false).expect("refused");
+            assert!(e.contains("SMTP_URL"), "{e}");
+            assert!(!e.contains("s3cret-pw"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_ca_file_must_hold_a_certificate_and_needs_tls() {
+        let dir = std::env::temp_dir();
+        let empty = dir.join(format!("i9-empty-ca-{}.pem", uuid::Uuid::new_v4().simple()));
+        std::fs::write(&empty, "not a certificate").unwrap();
+        let e = smtp_transport("smtps://relay.example", Some(&empty), false)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("SMTP_CA_FILE") && e.contains("no PEM"), "{e}");
+        let missing = dir.join("i9-no-such-ca.pem");
+        let e = smtp_transport("smtps://relay.example", Some(&missing), false)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("reading SMTP_CA_FILE"), "{e}");
+        let _ = std::fs::remove_file(empty);
     }
 }

@@ -12,6 +12,7 @@ use i9_common::{
 };
 use i9_workers::{
     consumer::{self, WorkerConfig},
+    mailer::Mailer,
     outbox_watch, purge, Context,
 };
 
@@ -142,6 +143,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
         args.callback_retry_cap_secs,
     )?;
     let config = Config::from_env()?;
+    // A mail setting that cannot work, or would send a password in clear,
+    // stops the start at once, before any wait.
+    let mailer = Mailer::from_config(&config)?;
     let topology = Topology::from_env();
     let pool = startup::prepare(&config).await?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -174,7 +178,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Duration::from_secs(60),
         stop_rx.clone(),
     ));
-    let ctx = Context::new(config, pool)?;
+    let ctx = Context::with_mailer(config, pool, mailer);
     let worker = tokio::spawn(consumer::run(ctx, worker_config, stop_rx));
 
     i9_common::shutdown::signal().await;

@@ -12,31 +12,41 @@ use i9_common::crypto::{hash_password, token_hash};
 
 use i9_common::html::escape;
 
-use crate::{error::ApiError, state::AppState};
+use crate::{error::ApiError, page_security, state::AppState};
 
 fn page(status: StatusCode, title: &str, body: &str) -> Response {
-    page_lang(status, "en", title, body)
+    page_lang(status, "en", title, body, None)
 }
 
-/// A page in `lang` (`en` or `es`).
-pub(crate) fn page_lang(status: StatusCode, lang: &str, title: &str, body: &str) -> Response {
+/// The pages' one style sheet, inline: their Content-Security-Policy allows
+/// it by its hash and nothing else (`api/src/page_security.rs`).
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem;line-height:1.5}\
+label{display:block;margin-top:1rem;font-weight:600}input{font-size:1rem;padding:.4rem;width:100%;box-sizing:border-box}\
+.error{color:#a40000;font-weight:600}.hint{color:#444;margin:.2rem 0}\
+.summary{border:2px solid #a40000;padding:.5rem 1rem;margin:1rem 0}fieldset{margin-top:1rem}\
+fieldset label{font-weight:400}input[type=radio],input[type=checkbox]{width:auto}button{margin-top:1.5rem;font-size:1rem;padding:.5rem 1.2rem}";
+
+/// A page in `lang` (`en` or `es`). A form on it may post to the page itself,
+/// and be redirected on to `form_target`'s origin.
+pub(crate) fn page_lang(
+    status: StatusCode,
+    lang: &str,
+    title: &str,
+    body: &str,
+    form_target: Option<&str>,
+) -> Response {
     let html = format!(
         "<!doctype html><html lang=\"{lang}\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <meta name=\"referrer\" content=\"no-referrer\">\
-         <title>{t}</title>\
-         <style>body{{font-family:system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem;line-height:1.5}}\
-         label{{display:block;margin-top:1rem;font-weight:600}}input{{font-size:1rem;padding:.4rem;width:100%;box-sizing:border-box}}\
-         .error{{color:#a40000;font-weight:600}}.hint{{color:#444;margin:.2rem 0}}\
-         .summary{{border:2px solid #a40000;padding:.5rem 1rem;margin:1rem 0}}fieldset{{margin-top:1rem}}\
-         fieldset label{{font-weight:400}}input[type=radio],input[type=checkbox]{{width:auto}}button{{margin-top:1.5rem;font-size:1rem;padding:.5rem 1.2rem}}</style>\
+         <title>{t}</title><style>{STYLE}</style>\
          </head><body><main><h1>{t}</h1>{body}</main></body></html>",
         t = escape(title)
     );
     let mut r = (status, Html(html)).into_response();
     r.headers_mut().insert(
-        axum::http::header::CACHE_CONTROL,
-        axum::http::HeaderValue::from_static("no-store"),
+        axum::http::header::CONTENT_SECURITY_POLICY,
+        page_security::page_policy(STYLE, form_target),
     );
     r
 }

@@ -58,7 +58,7 @@ pub struct PartnerHire {
     /// `YYYY-MM-DD` or `MM/DD/YYYY`. Required.
     startDate: String,
     locationId: i64,
-    /// Where the employee's browser goes after signing Section 1 (http(s), max 255).
+    /// Where the employee's browser goes after signing Section 1 (https, max 255).
     employeeReturnUrl: Option<String>,
     middleName: Option<String>,
     socialSecurityNumber: Option<String>,
@@ -104,7 +104,10 @@ pub async fn section1(
         ));
     };
     let key = idempotency::key(&headers)?;
-    let input = parse_body(&headers, &body, Operation::Partner)?;
+    let op = Operation::Partner {
+        allow_http: state.config.allow_private_callbacks,
+    };
+    let input = parse_body(&headers, &body, op)?;
     let (Some(candidate), Some(remote)) = (input.candidate_id.clone(), input.onboarding_remote)
     else {
         return Err(ApiError::Internal(anyhow::anyhow!(

@@ -261,11 +261,23 @@ fn invalid() -> Response {
 }
 
 fn html(status: StatusCode, lang: Lang, title: &str, body: &str) -> Response {
+    form_page(status, lang, title, body, None)
+}
+
+/// A page with the Section 1 form, whose signing redirects to `return_url`.
+fn form_page(
+    status: StatusCode,
+    lang: Lang,
+    title: &str,
+    body: &str,
+    return_url: Option<&str>,
+) -> Response {
     page_lang(
         status,
         if lang == Lang::Es { "es" } else { "en" },
         title,
         body,
+        return_url,
     )
 }
 
@@ -290,11 +302,12 @@ pub async fn show(
     if link.status.as_deref() != Some("Section 1 Incomplete") {
         return Ok(invalid());
     }
-    Ok(html(
+    Ok(form_page(
         StatusCode::OK,
         lang,
         t.title,
         &form(t, lang, &link.values, &[]),
+        link.return_url.as_deref(),
     ))
 }
 
@@ -554,11 +567,12 @@ pub async fn sign(
         errors.push(("signature", t.sign_mismatch));
     }
     if !errors.is_empty() {
-        return Ok(html(
+        return Ok(form_page(
             StatusCode::UNPROCESSABLE_ENTITY,
             lang,
             t.title,
             &form(t, lang, &values, &errors),
+            link.return_url.as_deref(),
         ));
     }
 

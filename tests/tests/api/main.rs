@@ -4,15 +4,18 @@
 
 mod access;
 mod auth;
+mod callback_urls;
 mod callbacks;
 mod dead_letters;
 mod employee_writes;
 mod jobs;
 mod lifecycle;
 mod lists;
+mod mail_tls;
 mod once;
 mod openapi;
 mod operations;
+mod page_headers;
 mod partners;
 mod purge;
 mod records;

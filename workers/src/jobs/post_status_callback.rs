@@ -5,9 +5,9 @@
 //! else is retried with backoff (the worker's callback policy). Every
 //! attempt is recorded in `callback_attempts`.
 //!
-//! The destination must not be a private, loopback or link-local address
-//! unless `ALLOW_PRIVATE_CALLBACKS` is true; the address checked is the one
-//! connected to (no second DNS lookup), and redirects are not followed.
+//! The destination is guarded by [`crate::callback_client`]: https to a
+//! public address unless `ALLOW_PRIVATE_CALLBACKS` is true, the address
+//! checked is the one connected to, no proxy, no redirects.
 //!
 //! An event is posted by one copy of its job at a time and never again once a
 //! partner answered 2xx ([`super::claim`], keyed by the event id).
@@ -15,17 +15,17 @@
 //! Reads `partner_events`, `employees`, `oauth_clients`; writes
 //! `callback_attempts`, `partner_events.delivered_at` and `processed_jobs`.
 
-use std::{
-    net::{IpAddr, SocketAddr},
-    time::{Duration, Instant},
-};
+use std::time::Instant;
 
 use chrono::Utc;
 use i9_common::crypto::Purpose;
 use uuid::Uuid;
 
 use super::{claim, JobError, JobResult};
-use crate::Context;
+use crate::{
+    callback_client::{self, Attempt},
+    Context,
+};
 
 pub const KIND: &str = "post_status_callback";
 
@@ -122,13 +122,6 @@ pub async fn run(ctx: &Context, event_id: Uuid) -> JobResult {
     }
 }
 
-enum Attempt {
-    /// Never to be sent (a bad or forbidden destination).
-    Refused(String),
-    /// Worth trying again.
-    Failed(String),
-}
-
 async fn deliver(
     ctx: &Context,
     url: &str,
@@ -137,37 +130,8 @@ async fn deliver(
     signature: &str,
     body: Vec<u8>,
 ) -> Result<u16, Attempt> {
-    let parsed = reqwest::Url::parse(url)
-        .map_err(|_| Attempt::Refused("the callback URL is not a URL".into()))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(Attempt::Refused("the callback URL must be http(s)".into()));
-    }
-    let host = parsed
-        .host_str()
-        .ok_or_else(|| Attempt::Refused("the callback URL has no host".into()))?
-        .to_owned();
-    let port = parsed.port_or_known_default().unwrap_or(443);
-    let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.trim_matches(['[', ']']), port))
-        .await
-        .map_err(|e| Attempt::Failed(format!("cannot resolve the callback host: {e}")))?
-        .collect();
-    let Some(addr) = addrs.first().copied() else {
-        return Err(Attempt::Failed(
-            "the callback host resolves to nothing".into(),
-        ));
-    };
-    if !ctx.config.allow_private_callbacks && addrs.iter().any(|a| is_private(a.ip())) {
-        return Err(Attempt::Refused(
-            "refused: the callback URL resolves to a private, loopback or link-local address (ALLOW_PRIVATE_CALLBACKS is off)".into(),
-        ));
-    }
-    // Connect to the address just checked, not to a second lookup's answer.
-    let client = reqwest::Client::builder()
-        .resolve(&host, addr)
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(Duration::from_secs(15))
-        .build()
-        .map_err(|e| Attempt::Failed(format!("HTTP client: {e}")))?;
+    let (parsed, client) =
+        callback_client::connect(url, ctx.config.allow_private_callbacks).await?;
     let response = client
         .post(parsed)
         .header("content-type", "application/json")
@@ -180,57 +144,4 @@ async fn deliver(
         .await
         .map_err(|e| Attempt::Failed(format!("request failed: {}", e.without_url())))?;
     Ok(response.status().as_u16())
-}
-
-/// Addresses a callback may not reach unless private callbacks are allowed.
-pub fn is_private(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            v4.is_private()
-                || v4.is_loopback()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || o[0] == 0
-                || (o[0] == 100 && (64..128).contains(&o[1])) // shared address space
-        }
-        IpAddr::V6(v6) => {
-            let s = v6.segments();
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || (s[0] & 0xfe00) == 0xfc00 // unique local
-                || (s[0] & 0xffc0) == 0xfe80 // link-local
-                || v6.to_ipv4_mapped().is_some_and(|v4| is_private(IpAddr::V4(v4)))
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn private_addresses_are_recognised() {
-        for ip in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.169.254",
-            "100.64.0.1",
-            "0.0.0.0",
-            "::1",
-            "fd00::1",
-            "fe80::1",
-            "::ffff:127.0.0.1",
-        ] {
-            assert!(is_private(ip.parse().unwrap()), "{ip}");
-        }
-        for ip in ["8.8.8.8", "151.101.1.1", "2606:4700::1111"] {
-            assert!(!is_private(ip.parse().unwrap()), "{ip}");
-        }
-    }
 }

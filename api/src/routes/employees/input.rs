@@ -4,7 +4,10 @@
 //! never appear in an error (they may be a social security number).
 
 use chrono::NaiveDate;
-use i9_common::domain::{parse_date, Ssn, SsnError};
+use i9_common::{
+    destination::{self, UrlProblem},
+    domain::{parse_date, Ssn, SsnError},
+};
 use serde_json::Value;
 
 use crate::error::FieldError;
@@ -14,7 +17,11 @@ pub enum Operation {
     Create,
     Update,
     /// `POST /v1/partners/i9s/section1` (the I column of the table).
-    Partner,
+    /// `allow_http`: `employeeReturnUrl` may be http as well as https
+    /// (`ALLOW_PRIVATE_CALLBACKS`, local runs; `common/src/destination.rs`).
+    Partner {
+        allow_http: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,7 +219,7 @@ fn req(fd: &Field, op: Operation) -> Req {
     match op {
         Operation::Create => fd.post,
         Operation::Update => fd.patch,
-        Operation::Partner => partner_req(fd.name),
+        Operation::Partner { .. } => partner_req(fd.name),
     }
 }
 
@@ -337,7 +344,7 @@ pub fn parse(body: &Value, op: Operation) -> Result<EmployeeInput, Vec<FieldErro
             Some(fd) => {
                 if req(fd, op) == NA {
                     let msg = match (op, fd.name) {
-                        (Operation::Partner, _) => "The partner operation does not accept this field.",
+                        (Operation::Partner { .. }, _) => "The partner operation does not accept this field.",
                         (_, "rehire") => "Re-hire an existing employee with PATCH /v1/employees/{id}.",
                         _ => "Only the partner operation (POST /v1/partners/i9s/section1) accepts this field.",
                     };
@@ -384,7 +391,7 @@ pub fn parse(body: &Value, op: Operation) -> Result<EmployeeInput, Vec<FieldErro
             (None, _) => continue,
             (Some(v), _) => v,
         };
-        if let Err(e) = apply(fd, key, value, &mut input, &mut choices) {
+        if let Err(e) = apply(fd, key, value, op, &mut input, &mut choices) {
             errors.push(e);
         }
     }
@@ -448,6 +455,7 @@ fn apply(
     fd: &Field,
     key: &'static str,
     value: Option<&Value>,
+    op: Operation,
     input: &mut EmployeeInput,
     choices: &mut Vec<&'static str>,
 ) -> Result<(), FieldError> {
@@ -486,17 +494,28 @@ fn apply(
                             format!("At most {max} characters."),
                         ));
                     }
-                    let ok = (s.starts_with("https://") || s.starts_with("http://"))
-                        && s.len() > 8
-                        && !s.chars().any(|c| c.is_whitespace() || c.is_control());
-                    if !ok {
-                        return Err(FieldError::new(
-                            key,
-                            "invalid_format",
-                            "Must be an http(s) URL.",
-                        ));
+                    let allow_http = matches!(op, Operation::Partner { allow_http: true });
+                    match destination::check_browser_url(s, allow_http) {
+                        Ok(()) => Some(s.to_owned()),
+                        Err(UrlProblem::HttpsRequired) => {
+                            return Err(FieldError::new(
+                                key,
+                                "https_required",
+                                "Must be an https URL.",
+                            ));
+                        }
+                        Err(_) => {
+                            return Err(FieldError::new(
+                                key,
+                                "invalid_format",
+                                if allow_http {
+                                    "Must be an absolute http(s) URL."
+                                } else {
+                                    "Must be an absolute https URL."
+                                },
+                            ));
+                        }
                     }
-                    Some(s.to_owned())
                 }
                 Some(_) => return Err(type_error(key, "a string")),
             };

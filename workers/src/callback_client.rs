@@ -1,0 +1,83 @@
+//! The HTTP client of partner status callbacks, and its guard against being
+//! turned on the service's own network (server-side request forgery;
+//! docs/partners.md, "Callback URLs").
+//!
+//! Unless `ALLOW_PRIVATE_CALLBACKS` is true:
+//! - the URL must be `https`;
+//! - its host is resolved once, and every address it resolves to must be a
+//!   public one (`i9_common::destination::blocked`): loopback, private,
+//!   link-local, CGNAT, multicast, reserved, documentation, NAT64 or mapped
+//!   forms of those, and so on are refused without a connection.
+//!
+//! Always:
+//! - the request connects to the addresses just checked (no second lookup
+//!   that could answer differently);
+//! - no proxy is used, whatever `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY` say: a
+//!   proxy would resolve the name again and connect wherever it likes;
+//! - redirects are not followed, and the whole exchange is bounded.
+
+use std::{net::SocketAddr, time::Duration};
+
+use i9_common::destination::{self, UrlProblem};
+
+/// Why a callback was not answered.
+#[derive(Debug)]
+pub enum Attempt {
+    /// Never to be sent (a bad or forbidden destination).
+    Refused(String),
+    /// Worth trying again.
+    Failed(String),
+}
+
+/// The time one callback may take, connection included.
+const TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The URL to post to and a client that reaches only its checked addresses.
+pub async fn connect(
+    url: &str,
+    allow_private: bool,
+) -> Result<(reqwest::Url, reqwest::Client), Attempt> {
+    let parsed = destination::check_callback_url(url, allow_private).map_err(|p| {
+        Attempt::Refused(match p {
+            UrlProblem::HttpsRequired => {
+                "refused: the callback URL must be https (ALLOW_PRIVATE_CALLBACKS is off)".into()
+            }
+            UrlProblem::Blocked(b) => format!(
+                "refused: the callback URL names a {b} address (ALLOW_PRIVATE_CALLBACKS is off)"
+            ),
+            UrlProblem::NotHttpUrl => "refused: the callback URL is not an http(s) URL".into(),
+        })
+    })?;
+    let port = parsed.port_or_known_default().unwrap_or(443);
+    let mut builder = reqwest::Client::builder()
+        .no_proxy()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(TIMEOUT);
+    if let Some(host) = parsed.domain() {
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+            .await
+            .map_err(|e| Attempt::Failed(format!("cannot resolve the callback host: {e}")))?
+            .collect();
+        if addrs.is_empty() {
+            return Err(Attempt::Failed(
+                "the callback host resolves to nothing".into(),
+            ));
+        }
+        if !allow_private {
+            if let Some((addr, b)) = addrs
+                .iter()
+                .find_map(|a| destination::blocked(a.ip()).map(|b| (a.ip(), b)))
+            {
+                return Err(Attempt::Refused(format!(
+                    "refused: the callback host resolves to {addr}, a {b} address (ALLOW_PRIVATE_CALLBACKS is off)"
+                )));
+            }
+        }
+        // Connect to the addresses just checked, not to a second lookup's answer.
+        builder = builder.resolve_to_addrs(host, &addrs);
+    }
+    let client = builder
+        .build()
+        .map_err(|e| Attempt::Failed(format!("HTTP client: {e}")))?;
+    Ok((parsed, client))
+}
