@@ -90,7 +90,10 @@ async fn a_callback_to_each_blocked_range_is_refused_without_a_connection() {
         (format!("https://[::ffff:127.0.0.1]:{port}/"), "127.0.0.0/8"),
         (format!("https://[::ffff:a00:1]:{port}/"), "10.0.0.0/8"),
         (format!("https://[64:ff9b::7f00:1]:{port}/"), "127.0.0.0/8"),
-        (format!("https://[64:ff9b::a9fe:a9fe]:{port}/"), "169.254.0.0/16"),
+        (
+            format!("https://[64:ff9b::a9fe:a9fe]:{port}/"),
+            "169.254.0.0/16",
+        ),
         (format!("https://localhost:{port}/i9-status"), "loopback"),
         (format!("https://[5f00::1]:{port}/"), "2000::/3"),
         // http, even to a public address, while private callbacks are off.
