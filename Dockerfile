@@ -8,7 +8,11 @@
 #
 # The SQL migrations are embedded in the binaries at compile time
 # (sqlx::migrate! over migrations/), so the runtime image carries no SQL files.
-# Configuration is read from the environment; see common/src/config.rs.
+# Configuration is read from the environment; see common/src/config.rs. No
+# APP_ENV and no key is baked in: a container needs DATA_ENCRYPTION_KEYS and
+# SSN_HASH_KEYS (or their single-key or _FILE forms), or refuses to start;
+# only an explicit APP_ENV=development (docker-compose.yml) runs on the
+# development keys.
 
 ########################################################################
 # Build

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use i9_common::{crypto::DataCipher, db, key_check, seed, telemetry, Config};
+use i9_common::{
+    crypto::DataCipher, db, key_check, rekey, seed, signing_secrets, telemetry, Config,
+};
 
 #[derive(Parser)]
 #[command(
@@ -21,8 +23,29 @@ enum Command {
     /// Create the database if needed and apply every migration.
     Migrate,
     /// Load an organization (legal entities, groups, roles, users, clients,
-    /// employees) from a JSON file. Idempotent; prints the ids assigned.
-    Seed { file: PathBuf },
+    /// employees) from a JSON file. Idempotent; prints the ids assigned. A
+    /// partner's changed signingSecret replaces the current one, which keeps
+    /// signing callbacks for the overlap.
+    Seed {
+        file: PathBuf,
+        /// How long a replaced signing secret keeps signing (e.g. 7d, 24h, 0s).
+        #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_overlap)]
+        overlap: std::time::Duration,
+    },
+    /// Re-encrypt every encrypted value, and re-hash every SSN hash, under the
+    /// current keys of DATA_ENCRYPTION_KEYS and SSN_HASH_KEYS, in batches
+    /// (safe while the service runs; run again to resume). Reports counts per
+    /// column and when an older key may be removed (docs/operations.md,
+    /// "Keys and rotation").
+    Rekey {
+        /// Rows per transaction.
+        #[arg(long, value_name = "N", default_value_t = rekey::DEFAULT_BATCH,
+              value_parser = clap::value_parser!(i64).range(1..=100_000))]
+        batch_size: i64,
+    },
+    /// Partner clients' signing secrets.
+    #[command(subcommand)]
+    Partners(PartnerCommand),
     /// Print the OpenAPI document of the API.
     Openapi,
     /// Partner status callbacks that were given up on, as the database
@@ -33,6 +56,29 @@ enum Command {
     /// Failed jobs of every kind, in the dead-letter queue (`{AMQP_PREFIX}.dead`):
     /// list, replay and purge them (docs/operations.md, "Failed jobs").
     Jobs(JobArgs),
+}
+
+#[derive(Subcommand)]
+enum PartnerCommand {
+    /// Give the partner client a new signing secret, printed once; the old
+    /// one keeps signing callbacks (a second signature in the same header)
+    /// until the overlap ends.
+    RotateSecret {
+        /// The partner's clientId.
+        client_id: String,
+        /// How long the old secret keeps signing (e.g. 7d, 24h; 0s: not at all).
+        #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_overlap)]
+        overlap: std::time::Duration,
+    },
+    /// End the overlap now: callbacks carry only the current secret's signature.
+    EndOverlap {
+        /// The partner's clientId.
+        client_id: String,
+    },
+}
+
+fn parse_overlap(s: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{e} (e.g. 7d, 24h, 90m, 0s)"))
 }
 
 #[derive(Subcommand)]
@@ -73,7 +119,7 @@ async fn main() -> std::process::ExitCode {
 async fn check_keys(pool: &sqlx::PgPool, config: &Config) -> anyhow::Result<()> {
     match key_check::verify_or_record(pool, &DataCipher::from_config(config)).await? {
         key_check::KeyCheck::Verified => {}
-        key_check::KeyCheck::Recorded => println!("keys recorded in key_check"),
+        key_check::KeyCheck::Recorded => println!("keys recorded in key_ring"),
     }
     Ok(())
 }
@@ -88,7 +134,7 @@ async fn run() -> anyhow::Result<()> {
             check_keys(&pool, &config).await?;
             println!("migrations applied; keys match the data");
         }
-        Command::Seed { file } => {
+        Command::Seed { file, overlap } => {
             let config = Config::from_env()?;
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
@@ -96,7 +142,8 @@ async fn run() -> anyhow::Result<()> {
             seed::check_callback_urls(&org, config.allow_private_callbacks)?;
             let pool = db::connect(&config).await?;
             check_keys(&pool, &config).await?;
-            let assigned = seed::load(&pool, &DataCipher::from_config(&config), &org).await?;
+            let (assigned, rotations) =
+                seed::load_with(&pool, &DataCipher::from_config(&config), &org, overlap).await?;
             for a in &assigned {
                 println!(
                     "{:<13} {:<28} id {:<6} {}",
@@ -106,6 +153,25 @@ async fn run() -> anyhow::Result<()> {
                     a.outcome.as_str()
                 );
             }
+            for r in &rotations {
+                println!(
+                    "{}: new signing secret; {}",
+                    r.client_id,
+                    overlap_line(r.previous_valid_until)
+                );
+            }
+        }
+        Command::Rekey { batch_size } => {
+            let config = Config::from_env()?;
+            let pool = db::connect(&config).await?;
+            check_keys(&pool, &config).await?;
+            run_rekey(&pool, &DataCipher::from_config(&config), batch_size).await?;
+        }
+        Command::Partners(cmd) => {
+            let config = Config::from_env()?;
+            let pool = db::connect(&config).await?;
+            check_keys(&pool, &config).await?;
+            partners(&pool, &DataCipher::from_config(&config), cmd).await?;
         }
         Command::Callbacks(cmd) => {
             let config = Config::from_env()?;
@@ -158,6 +224,115 @@ async fn run() -> anyhow::Result<()> {
                 "{}",
                 serde_json::to_string_pretty(&i9_api::routes::openapi::document())?
             );
+        }
+    }
+    Ok(())
+}
+
+fn overlap_line(until: Option<chrono::DateTime<chrono::Utc>>) -> String {
+    match until {
+        Some(t) => format!(
+            "the previous one also signs callbacks until {} (UTC)",
+            t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+        ),
+        None => "the previous one no longer signs callbacks".to_owned(),
+    }
+}
+
+// `i9-admin rekey`.
+
+async fn run_rekey(pool: &sqlx::PgPool, cipher: &DataCipher, batch: i64) -> anyhow::Result<()> {
+    let (data, hash) = (cipher.data_key_ids(), cipher.hash_key_ids());
+    println!(
+        "rewriting under data key {} and SSN hash key {}, {batch} rows per transaction",
+        data[0], hash[0]
+    );
+    let report = rekey::run(pool, cipher, batch, |c| {
+        let verb = if c.name == rekey::SSN_HASH_COLUMN {
+            "re-hashed"
+        } else {
+            "re-encrypted"
+        };
+        println!("{:<42} {:>9} {verb}", c.name, c.changed);
+        for f in &c.failed {
+            println!("  failed: {f}");
+        }
+    })
+    .await?;
+    let failed: usize = report.columns.iter().map(|c| c.failed.len()).sum();
+    if report.complete() {
+        println!(
+            "every value is under data key {} and SSN hash key {}",
+            data[0], hash[0]
+        );
+    } else {
+        for (column, n) in &report.remaining {
+            println!("{column}: {n} value(s) still under an older key");
+        }
+    }
+    for (ids, variable, current) in [
+        (&report.unused_data_keys, "DATA_ENCRYPTION_KEYS", data[0]),
+        (&report.unused_hash_keys, "SSN_HASH_KEYS", hash[0]),
+    ] {
+        if !ids.is_empty() {
+            let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+            println!(
+                "no stored value uses key(s) {} of {variable} any more: they may be removed from \
+                 {variable} (every process already running with key {current} current), then \
+                 restart the processes",
+                ids.join(", ")
+            );
+        }
+    }
+    if !report.complete() {
+        anyhow::bail!(
+            "{failed} value(s) could not be rewritten and some remain under older keys: \
+             keep the older keys in the rings, fix what failed (above) and run rekey again"
+        );
+    }
+    Ok(())
+}
+
+// `i9-admin partners`.
+
+async fn partners(
+    pool: &sqlx::PgPool,
+    cipher: &DataCipher,
+    cmd: PartnerCommand,
+) -> anyhow::Result<()> {
+    let client_id = match &cmd {
+        PartnerCommand::RotateSecret { client_id, .. }
+        | PartnerCommand::EndOverlap { client_id } => client_id.clone(),
+    };
+    let mut tx = pool.begin().await?;
+    let client: Option<(i64, bool)> = sqlx::query_as(
+        "SELECT id, signing_secret_ciphertext IS NOT NULL FROM oauth_clients WHERE client_id = $1",
+    )
+    .bind(&client_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((id, partner)) = client else {
+        anyhow::bail!("no client {client_id:?}");
+    };
+    anyhow::ensure!(
+        partner,
+        "client {client_id:?} is not a partner (no signing secret)"
+    );
+    match cmd {
+        PartnerCommand::RotateSecret { overlap, .. } => {
+            let secret = signing_secrets::generate();
+            let ciphertext =
+                cipher.encrypt(i9_common::crypto::Purpose::SigningSecret, secret.as_bytes());
+            let until = signing_secrets::replace(&mut tx, cipher, id, &ciphertext, overlap).await?;
+            tx.commit().await?;
+            println!("new signing secret of {client_id} (shown once; give it to the partner):");
+            println!("{secret}");
+            println!("{}", overlap_line(until));
+        }
+        PartnerCommand::EndOverlap { .. } => {
+            let n = signing_secrets::end_overlap(&mut tx, id).await?;
+            tx.commit().await?;
+            println!("{n} previous secret(s) of {client_id} no longer sign callbacks");
         }
     }
     Ok(())

@@ -12,7 +12,7 @@ fn admin(db_url: &str, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_i9-admin"))
         .args(args)
         .env("DATABASE_URL", db_url)
-        .env_remove("APP_ENV")
+        .env("APP_ENV", "development")
         .output()
         .unwrap();
     (

@@ -47,7 +47,7 @@ fn admin(prefix: &str, args: &[&str]) -> (bool, String, String) {
         .env("AMQP_PREFIX", prefix)
         // Replaying no callback, the database is never used: one that does not exist.
         .env("DATABASE_URL", "postgres://postgres@127.0.0.1:1/none")
-        .env_remove("APP_ENV")
+        .env("APP_ENV", "development")
         .env_remove("RUST_LOG")
         .output()
         .unwrap();

@@ -1,6 +1,7 @@
 //! Keys that are valid but not the ones the data was written with are refused
-//! at start, naming the variable: the check itself, and `i9-admin seed` and
-//! `migrate` run as the operator runs them.
+//! at start, naming the variable and key id: the check itself, and `i9-admin
+//! seed` and `migrate` run as the operator runs them. (Rings of several keys:
+//! `key_rotation.rs`.)
 
 #![allow(clippy::unwrap_used)] // a test: panics are failures
 
@@ -23,16 +24,22 @@ fn dev() -> DataCipher {
 
 fn with_data_key(key: [u8; 32]) -> DataCipher {
     let c = i9_common::Config::for_tests("");
-    DataCipher::new(&key, &c.ssn_hash_key)
+    DataCipher::new(&key, c.ssn_hash_keys.current().1)
 }
 
 fn with_hash_key(key: &[u8]) -> DataCipher {
     let c = i9_common::Config::for_tests("");
-    DataCipher::new(&c.data_key, key)
+    DataCipher::new(c.data_keys.current().1, key)
 }
 
+const WRONG_DATA_KEY: &str =
+    "key 1 of DATA_ENCRYPTION_KEYS (or DATA_ENCRYPTION_KEY) is not the key this database's data were written with under id 1";
+const WRONG_HASH_KEY: &str =
+    "key 1 of SSN_HASH_KEYS (or SSN_HASH_KEY) is not the key this database's SSN hashes were written with under id 1";
+
+/// Keys recorded (one row per key id of each ring).
 async fn rows(db: &TestDb) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM key_check")
+    sqlx::query_scalar("SELECT count(*) FROM key_ring")
         .fetch_one(&db.pool)
         .await
         .unwrap()
@@ -49,14 +56,14 @@ async fn the_first_start_records_the_keys_and_later_starts_compare() {
         verify_or_record(&db.pool, &dev()).await.unwrap(),
         KeyCheck::Verified
     );
-    assert_eq!(rows(&db).await, 1);
+    assert_eq!(rows(&db).await, 2, "key 1 of each ring");
 
     let e = verify_or_record(&db.pool, &with_data_key([1; 32]))
         .await
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("DATA_ENCRYPTION_KEY is not the key") && !e.contains("SSN_HASH_KEY"),
+        e.starts_with(WRONG_DATA_KEY) && !e.contains("SSN_HASH_KEY"),
         "{e}"
     );
     let e = verify_or_record(&db.pool, &with_hash_key(&[2; 32]))
@@ -64,7 +71,7 @@ async fn the_first_start_records_the_keys_and_later_starts_compare() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("SSN_HASH_KEY is not the key") && !e.contains("DATA_ENCRYPTION_KEY"),
+        e.starts_with(WRONG_HASH_KEY) && !e.contains("DATA_ENCRYPTION_KEY"),
         "{e}"
     );
     let e = verify_or_record(&db.pool, &DataCipher::new(&[1; 32], &[2; 32]))
@@ -72,10 +79,10 @@ async fn the_first_start_records_the_keys_and_later_starts_compare() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("DATA_ENCRYPTION_KEY") && e.contains("SSN_HASH_KEY"),
+        e.contains(WRONG_DATA_KEY) && e.contains(WRONG_HASH_KEY),
         "{e}"
     );
-    assert_eq!(rows(&db).await, 1, "a refused key writes nothing");
+    assert_eq!(rows(&db).await, 2, "a refused key writes nothing");
 }
 
 #[tokio::test]
@@ -89,7 +96,8 @@ async fn a_database_written_before_the_check_is_checked_against_its_data() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("DATA_ENCRYPTION_KEY is not the key") && e.contains("employees.ssn_ciphertext"),
+        e.contains("key 1 of DATA_ENCRYPTION_KEYS (or DATA_ENCRYPTION_KEY) is not the key")
+            && e.contains("employees.ssn_ciphertext"),
         "{e}"
     );
     let e = verify_or_record(&db.pool, &with_hash_key(&[2; 32]))
@@ -97,7 +105,8 @@ async fn a_database_written_before_the_check_is_checked_against_its_data() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("SSN_HASH_KEY is not the key") && e.contains("employees.ssn_hash"),
+        e.contains("key 1 of SSN_HASH_KEYS (or SSN_HASH_KEY) is not the key")
+            && e.contains("employees.ssn_hash"),
         "{e}"
     );
     assert_eq!(rows(&db).await, 0, "a refused key writes nothing");
@@ -106,10 +115,11 @@ async fn a_database_written_before_the_check_is_checked_against_its_data() {
         verify_or_record(&db.pool, &dev()).await.unwrap(),
         KeyCheck::Recorded
     );
-    assert_eq!(rows(&db).await, 1);
+    assert_eq!(rows(&db).await, 2);
 }
 
-/// Run `i9-admin` as an operator would, with the given keys (None: the development keys).
+/// Run `i9-admin` as an operator would, with the given keys (None: the
+/// development keys, which `APP_ENV=development` allows).
 fn admin(
     db_url: &str,
     keys: (Option<&str>, Option<&str>),
@@ -118,7 +128,9 @@ fn admin(
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_i9-admin"));
     cmd.args(args)
         .env("DATABASE_URL", db_url)
-        .env_remove("APP_ENV")
+        .env("APP_ENV", "development")
+        .env_remove("DATA_ENCRYPTION_KEYS")
+        .env_remove("SSN_HASH_KEYS")
         .env_remove("DATA_ENCRYPTION_KEY_FILE")
         .env_remove("SSN_HASH_KEY_FILE");
     for (name, key) in [("DATA_ENCRYPTION_KEY", keys.0), ("SSN_HASH_KEY", keys.1)] {
@@ -145,7 +157,7 @@ async fn seed_and_migrate_refuse_a_key_the_data_was_not_written_with() {
 
     let (ok, out, err) = admin(&db.url, (None, None), &["seed", file]);
     assert!(ok, "{err}");
-    assert!(out.contains("keys recorded in key_check"), "{out}");
+    assert!(out.contains("keys recorded in key_ring"), "{out}");
     let employees = || async {
         sqlx::query_scalar::<_, i64>("SELECT count(*) FROM employees")
             .fetch_one(&db.pool)
@@ -157,7 +169,7 @@ async fn seed_and_migrate_refuse_a_key_the_data_was_not_written_with() {
     let (ok, out, err) = admin(&db.url, (Some(OTHER_DATA_KEY), None), &["seed", file]);
     assert!(!ok, "refused: {out}");
     assert!(
-        err.starts_with("error: DATA_ENCRYPTION_KEY is not the key"),
+        err.starts_with(&format!("error: {WRONG_DATA_KEY}")),
         "{err}"
     );
     assert!(out.is_empty(), "nothing seeded: {out}");
@@ -165,7 +177,7 @@ async fn seed_and_migrate_refuse_a_key_the_data_was_not_written_with() {
 
     let (ok, _, err) = admin(&db.url, (None, Some(OTHER_HASH_KEY)), &["migrate"]);
     assert!(!ok);
-    assert!(err.contains("SSN_HASH_KEY is not the key"), "{err}");
+    assert!(err.contains(WRONG_HASH_KEY), "{err}");
 
     let (ok, out, err) = admin(&db.url, (None, None), &["seed", file]);
     assert!(ok, "{err}");

@@ -232,12 +232,13 @@ impl ListQuery {
         (self.page - 1).saturating_mul(self.page_size)
     }
 
-    /// Append `AND ...` for every filter; `computed` renders the
+    /// Append `AND ...` for every filter; `ssn_hash` gives every stored form
+    /// of an SSN's hash (one per key of the ring); `computed` renders the
     /// [`FilterKind::Computed`] ones.
     pub fn push_filters<'a>(
         &'a self,
         qb: &mut QueryBuilder<'a, Postgres>,
-        ssn_hash: &dyn Fn(&Ssn) -> Vec<u8>,
+        ssn_hash: &dyn Fn(&Ssn) -> Vec<Vec<u8>>,
         computed: &dyn Fn(&str, bool, &mut QueryBuilder<'a, Postgres>),
     ) {
         for f in &self.filters {
@@ -260,8 +261,8 @@ impl ListQuery {
                     qb.push_bind(*v);
                 }
                 (FilterKind::Ssn(col), FilterValue::Ssn(v)) => {
-                    qb.push(format_args!(" AND {col} = "));
-                    qb.push_bind(ssn_hash(v));
+                    qb.push(format_args!(" AND {col} = ANY("));
+                    qb.push_bind(ssn_hash(v)).push(")");
                 }
                 (FilterKind::Computed, FilterValue::Bool(v)) => computed(f.spec.name, *v, qb),
                 _ => {}
@@ -281,7 +282,8 @@ impl ListQuery {
     where
         T: for<'r> FromRow<'r, PgRow> + Send + Unpin,
     {
-        let hash = |s: &Ssn| cipher.ssn_search_hash(s);
+        // Under every key of the ring, so records hashed under an older key are found.
+        let hash = |s: &Ssn| cipher.ssn_search_hashes(s);
         let mut count = QueryBuilder::new(format!(
             "SELECT count(*) {}",
             sql.count_from.unwrap_or(sql.from)

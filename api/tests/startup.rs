@@ -1,10 +1,13 @@
 //! `i9-api` started as an operator starts it: `--help` prints help and exits;
-//! a wrong `DATABASE_URL` or a key the data was not written with ends the
+//! a wrong `DATABASE_URL`, missing keys, the development keys outside
+//! `APP_ENV=development`, or a key the data was not written with end the
 //! process with a non-zero code and one line naming the problem.
 
 #![allow(clippy::unwrap_used)] // a test: panics are failures
 
 use std::{process::Stdio, time::Duration};
+
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 use i9_common::{crypto::DataCipher, key_check, Config};
 use i9_tests::TestDb;
@@ -16,15 +19,23 @@ struct Run {
     stderr: String,
 }
 
-/// Run `i9-api` with `env`; fail the test if it has not exited within 60 s
-/// (it would be serving instead).
-async fn i9_api(args: &[&str], env: &[(&str, &str)]) -> Run {
+/// The development keys, as published in `common/src/keys.rs`.
+const DEV_DATA_KEY: &str = "ZGV2LW9ubHktZGF0YS1lbmNyeXB0aW9uLWtleS0zMmI=";
+const DEV_HASH_KEY: &str = "ZGV2LW9ubHktc3NuLXNlYXJjaC1oYXNoLWtleS0zMmJ5dGU=";
+/// A valid key that is neither.
+const REAL_KEY: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
+
+/// `i9-api` with no key setting from the test's own environment, and
+/// `APP_ENV=development` unless `env` says otherwise (an empty value is unset).
+fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_i9-api"));
-    cmd.args(args)
-        .env_remove("APP_ENV")
-        .env_remove("DATA_ENCRYPTION_KEY")
-        .env_remove("SSN_HASH_KEY")
-        .env("BIND_ADDR", "127.0.0.1:0")
+    cmd.args(args).env("APP_ENV", "development");
+    for ring in ["DATA_ENCRYPTION_KEY", "SSN_HASH_KEY"] {
+        for name in [ring.to_owned(), format!("{ring}S")] {
+            cmd.env_remove(&name).env_remove(format!("{name}_FILE"));
+        }
+    }
+    cmd.env("BIND_ADDR", "127.0.0.1:0")
         .env("API_NO_RELAY", "1")
         .env("RUST_LOG", "info")
         .env_remove("LOG_FORMAT")
@@ -33,6 +44,13 @@ async fn i9_api(args: &[&str], env: &[(&str, &str)]) -> Run {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    cmd
+}
+
+/// Run `i9-api` with `env`; fail the test if it has not exited within 60 s
+/// (it would be serving instead).
+async fn i9_api(args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = command(args, env);
     let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
         .await
         .expect("i9-api exited instead of running on")
@@ -112,8 +130,140 @@ async fn a_data_key_the_data_was_not_written_with_ends_the_process_naming_it() {
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     let last = run.stderr.lines().last().unwrap_or_default();
     assert!(
-        last.starts_with("i9-api: error: DATA_ENCRYPTION_KEY is not the key"),
+        last.starts_with(
+            "i9-api: error: key 1 of DATA_ENCRYPTION_KEYS (or DATA_ENCRYPTION_KEY) is not the key"
+        ),
         "{last}"
     );
     assert!(!run.stderr.contains("AQEBAQEB"), "the key is never printed");
+}
+
+/// The one line an `i9-api` that refused to start printed, after checking it
+/// exited with 1 and printed no key.
+fn refusal(run: &Run) -> &str {
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    for key in [DEV_DATA_KEY, DEV_HASH_KEY, REAL_KEY] {
+        assert!(!run.stderr.contains(&key[..12]), "a key is never printed");
+    }
+    let last = run.stderr.lines().last().unwrap_or_default();
+    assert!(last.starts_with("i9-api: error: "), "{}", run.stderr);
+    last
+}
+
+#[tokio::test]
+async fn without_app_env_development_and_without_keys_the_api_refuses_to_start_naming_them() {
+    // No database is reached: the keys are refused first.
+    let unreachable = ("DATABASE_URL", "postgres://postgres@127.0.0.1:1/none");
+    for app_env in ["", "production", "staging"] {
+        let run = i9_api(&[], &[unreachable, ("APP_ENV", app_env)]).await;
+        let last = refusal(&run);
+        assert!(
+            last.contains("no keys: set DATA_ENCRYPTION_KEYS (or DATA_ENCRYPTION_KEY, or either's _FILE) and SSN_HASH_KEYS")
+                && last.contains("only with APP_ENV=development"),
+            "{app_env:?}: {last}"
+        );
+        if app_env.is_empty() {
+            assert!(last.ends_with("APP_ENV is not set"), "{last}");
+        }
+        assert!(!run.stderr.contains("not reachable"), "{}", run.stderr);
+    }
+    // One key given: the other is named.
+    let run = i9_api(
+        &[],
+        &[
+            unreachable,
+            ("APP_ENV", "production"),
+            ("DATA_ENCRYPTION_KEY", REAL_KEY),
+        ],
+    )
+    .await;
+    let last = refusal(&run);
+    assert!(
+        last.contains("set SSN_HASH_KEYS") && !last.contains("DATA_ENCRYPTION_KEYS"),
+        "{last}"
+    );
+}
+
+#[tokio::test]
+async fn outside_development_the_development_keys_are_refused_however_they_are_written() {
+    let unreachable = ("DATABASE_URL", "postgres://postgres@127.0.0.1:1/none");
+    // The same bytes: padded with space, without base64 padding, as a ring entry.
+    let spaced = format!("  {DEV_DATA_KEY}\n");
+    let unpadded = DEV_DATA_KEY.trim_end_matches('=');
+    let ring = format!("2:{REAL_KEY},1:{unpadded}");
+    for (app_env, name, value) in [
+        ("production", "DATA_ENCRYPTION_KEY", DEV_DATA_KEY),
+        ("production", "DATA_ENCRYPTION_KEY", spaced.as_str()),
+        ("", "DATA_ENCRYPTION_KEY", unpadded),
+        ("production", "DATA_ENCRYPTION_KEYS", ring.as_str()),
+    ] {
+        let run = i9_api(
+            &[],
+            &[
+                unreachable,
+                ("APP_ENV", app_env),
+                (name, value),
+                ("SSN_HASH_KEY", REAL_KEY),
+            ],
+        )
+        .await;
+        let last = refusal(&run);
+        assert!(
+            last.contains("DATA_ENCRYPTION_KEYS key 1 is a built-in development key"),
+            "{name}={value:?}: {last}"
+        );
+    }
+    let run = i9_api(
+        &[],
+        &[
+            unreachable,
+            ("APP_ENV", "prod"),
+            ("DATA_ENCRYPTION_KEY", REAL_KEY),
+            ("SSN_HASH_KEY", &format!(" {DEV_HASH_KEY} ")),
+        ],
+    )
+    .await;
+    assert!(
+        refusal(&run).contains("SSN_HASH_KEYS key 1 is a built-in development key"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test]
+async fn with_app_env_development_the_api_starts_on_the_development_keys() {
+    let db = TestDb::new().await;
+    let mut child = command(
+        &[],
+        &[
+            ("DATABASE_URL", &db.url),
+            ("APP_ENV", "development"),
+            ("STARTUP_TIMEOUT_SECS", "30"),
+        ],
+    )
+    .spawn()
+    .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let listening = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("i9-api listening") {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .expect("i9-api neither listened nor exited within 60 s");
+    assert!(listening, "i9-api exited: {:?}", child.wait().await);
+    child.kill().await.unwrap();
+    // It recorded the development keys, as key 1 of each ring.
+    let recorded: Vec<(String, i64)> =
+        sqlx::query_as("SELECT kind, key_id FROM key_ring ORDER BY kind")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        recorded,
+        [("data".to_owned(), 1), ("ssn_hash".to_owned(), 1)]
+    );
 }

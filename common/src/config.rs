@@ -1,18 +1,16 @@
 //! Configuration from environment variables, each with a default that works
 //! for local runs. Secrets may also be given as `<NAME>_FILE` (a path whose
-//! contents are the secret). The development defaults of secrets are refused
-//! when `APP_ENV=production`.
+//! contents are the secret). Keys have no default: the development keys are
+//! used only with `APP_ENV=development` (`common/src/keys.rs`).
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
-use anyhow::{bail, Context};
-use base64::{engine::general_purpose::STANDARD, Engine as _};
+use anyhow::Context;
+
+use crate::keys::{self, KeyRing, Keys};
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/i9";
 pub const DEFAULT_AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
-/// Development-only keys. Never valid in production.
-const DEV_DATA_KEY: &str = "ZGV2LW9ubHktZGF0YS1lbmNyeXB0aW9uLWtleS0zMmI=";
-const DEV_HASH_KEY: &str = "ZGV2LW9ubHktc3NuLXNlYXJjaC1oYXNoLWtleS0zMmJ5dGU=";
 
 /// The environment every binary reads, for `--help` (the README's
 /// Configuration table says more).
@@ -21,7 +19,11 @@ Environment (shared by i9-api, i9-worker and i9-admin; see the README):
   DATABASE_URL, DATABASE_MAX_CONNECTIONS     Postgres
   AMQP_URL, AMQP_PREFIX                      RabbitMQ
   STARTUP_TIMEOUT_SECS                       wait at start for both (default 60)
-  DATA_ENCRYPTION_KEY, SSN_HASH_KEY          keys (or *_FILE); APP_ENV=production
+  DATA_ENCRYPTION_KEYS, SSN_HASH_KEYS        key rings: ID:BASE64 entries, first current
+                                             (2:<key>,1:<key>); or DATA_ENCRYPTION_KEY,
+                                             SSN_HASH_KEY (key 1); each also as *_FILE
+  APP_ENV                                    only `development` runs without keys (with
+                                             the published development keys)
   SMTP_URL, MAIL_DIR                         mail (smtps://, or ?tls=required)
   SMTP_CA_FILE, SMTP_ALLOW_PLAINTEXT_AUTH    its extra root CAs; credentials without TLS
   BIND_ADDR, PUBLIC_BASE_URL                 the API's address and its links
@@ -36,6 +38,8 @@ Booleans accept 1/0, true/false, yes/no, on/off.";
 
 #[derive(Clone)]
 pub struct Config {
+    /// False only with `APP_ENV=development`, the one setting that allows the
+    /// development keys.
     pub production: bool,
     /// How long a binary waits at start for Postgres and RabbitMQ before it
     /// gives up (`common/src/startup.rs`).
@@ -53,10 +57,11 @@ pub struct Config {
     pub public_base_url: String,
     pub bind_addr: SocketAddr,
     pub allow_private_callbacks: bool,
-    /// AES-256-GCM key for SSNs and partner signing secrets.
-    pub data_key: [u8; 32],
-    /// HMAC-SHA256 key for the searchable SSN hash.
-    pub ssn_hash_key: Vec<u8>,
+    /// AES-256-GCM keys for SSNs, partner signing secrets and Section 1 link
+    /// tokens, the first current.
+    pub data_keys: KeyRing<[u8; 32]>,
+    /// HMAC-SHA256 keys of the searchable SSN hash, the first current.
+    pub ssn_hash_keys: KeyRing<Vec<u8>>,
     pub access_token_ttl: Duration,
     pub refresh_token_ttl: Duration,
     /// Failed sign-ins allowed per username within `sign_in_window` before 429.
@@ -146,33 +151,11 @@ fn parse_secs(name: &str, default: u64) -> anyhow::Result<Duration> {
     }
 }
 
-fn decode_key(name: &str, value: &str) -> anyhow::Result<Vec<u8>> {
-    STANDARD
-        .decode(value.trim())
-        .with_context(|| format!("{name} must be base64"))
-}
-
 impl Config {
     pub fn from_env() -> anyhow::Result<Self> {
-        let production = matches!(var("APP_ENV").as_deref(), Some("production" | "prod"));
-
-        let data_key_b64 = secret("DATA_ENCRYPTION_KEY")?;
-        let hash_key_b64 = secret("SSN_HASH_KEY")?;
-        if production && (data_key_b64.is_none() || hash_key_b64.is_none()) {
-            bail!("APP_ENV=production needs DATA_ENCRYPTION_KEY and SSN_HASH_KEY (or their _FILE forms)");
-        }
-        let data_key_b64 = data_key_b64.unwrap_or_else(|| DEV_DATA_KEY.to_owned());
-        let hash_key_b64 = hash_key_b64.unwrap_or_else(|| DEV_HASH_KEY.to_owned());
-        if production && (data_key_b64 == DEV_DATA_KEY || hash_key_b64 == DEV_HASH_KEY) {
-            bail!("the development keys cannot be used with APP_ENV=production");
-        }
-        let data_key: [u8; 32] = decode_key("DATA_ENCRYPTION_KEY", &data_key_b64)?
-            .try_into()
-            .map_err(|_| anyhow::anyhow!("DATA_ENCRYPTION_KEY must decode to exactly 32 bytes"))?;
-        let ssn_hash_key = decode_key("SSN_HASH_KEY", &hash_key_b64)?;
-        if ssn_hash_key.len() < 32 {
-            bail!("SSN_HASH_KEY must decode to at least 32 bytes");
-        }
+        let app_env = var("APP_ENV");
+        let production = !keys::is_development(app_env.as_deref());
+        let keys = Keys::from_settings(app_env.as_deref(), secret)?;
 
         let bind_addr = var("BIND_ADDR")
             .unwrap_or_else(|| "127.0.0.1:8080".to_owned())
@@ -203,8 +186,8 @@ impl Config {
             public_base_url,
             bind_addr,
             allow_private_callbacks: parse_bool("ALLOW_PRIVATE_CALLBACKS", false)?,
-            data_key,
-            ssn_hash_key,
+            data_keys: keys.data,
+            ssn_hash_keys: keys.ssn_hash,
             access_token_ttl: parse_secs("ACCESS_TOKEN_TTL_SECS", 3600)?,
             refresh_token_ttl: parse_secs("REFRESH_TOKEN_TTL_SECS", 14 * 24 * 3600)?,
             sign_in_max_failures: var("SIGN_IN_MAX_FAILURES")
@@ -238,7 +221,7 @@ impl Config {
     }
 
     fn dev_defaults() -> Self {
-        #[allow(clippy::unwrap_used)] // constants known to decode
+        let keys = Keys::development();
         Self {
             production: false,
             startup_timeout: Duration::from_secs(60),
@@ -252,8 +235,8 @@ impl Config {
             public_base_url: "http://127.0.0.1:8080".to_owned(),
             bind_addr: ([127, 0, 0, 1], 8080).into(),
             allow_private_callbacks: false,
-            data_key: STANDARD.decode(DEV_DATA_KEY).unwrap().try_into().unwrap(),
-            ssn_hash_key: STANDARD.decode(DEV_HASH_KEY).unwrap(),
+            data_keys: keys.data,
+            ssn_hash_keys: keys.ssn_hash,
             access_token_ttl: Duration::from_secs(3600),
             refresh_token_ttl: Duration::from_secs(14 * 24 * 3600),
             sign_in_max_failures: 5,
@@ -284,12 +267,5 @@ mod tests {
         for w in ["", "2", "enable", "truthy"] {
             assert_eq!(bool_word(w), None, "{w}");
         }
-    }
-
-    #[test]
-    fn dev_keys_have_the_right_sizes() {
-        let c = Config::dev_defaults();
-        assert_eq!(c.data_key.len(), 32);
-        assert!(c.ssn_hash_key.len() >= 32);
     }
 }

@@ -1,121 +1,252 @@
-//! The keys check: a binary started with a valid `DATA_ENCRYPTION_KEY` or
-//! `SSN_HASH_KEY` that is not the one the data was written with is refused at
-//! start, naming the variable, instead of answering 500 at the first read of
-//! an SSN or missing every SSN search.
+//! The keys check: a binary started with a valid key that is not the one the
+//! data was written with under its id, or without a key the data still uses,
+//! is refused at start, naming the variable and the key id, instead of
+//! answering 500 at the first read of an SSN or missing every SSN search.
 //!
-//! The one-row table `key_check` holds a ciphertext of a fixed value under the
-//! data key and an HMAC of a fixed value under the hash key
-//! ([`DataCipher::key_check_ciphertext`], [`DataCipher::key_check_mac`]). The
-//! first process that starts writes it; every later start compares. A database
-//! that already holds data but no row yet (written before the check existed)
-//! is checked against its data first: one stored ciphertext of each kind must
-//! decrypt, and one employee's SSN hash must be the hash of its SSN.
+//! The table `key_ring` holds one row per key id of each ring: a ciphertext
+//! of a fixed value under that data key, or an HMAC of a fixed value under
+//! that SSN hash key ([`DataCipher::key_check_ciphertext`],
+//! [`DataCipher::key_check_mac`]). The first process that starts with a key
+//! records it; every later start compares each of its keys with the row of
+//! the same id. A recorded key missing from the ring is refused unless
+//! `i9-admin rekey` found that no stored value uses it any more
+//! (`unused_since`, `common/src/rekey.rs`).
+//!
+//! A database that already holds data but no row yet (written before the
+//! check existed) is checked against its data first: one stored ciphertext of
+//! each kind must decrypt, and one employee's SSN hash must be the hash of
+//! its SSN.
 
 use anyhow::{bail, Context};
 use sqlx::PgPool;
 
-use crate::crypto::{DataCipher, Purpose};
+use crate::{
+    crypto::{DataCipher, DecryptError, Purpose},
+    keys::KeyId,
+    rekey::ENCRYPTED_COLUMNS,
+};
 
 /// What [`verify_or_record`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyCheck {
-    /// The row was there and both keys match it.
+    /// Every key of both rings was recorded and matches.
     Verified,
-    /// There was no row: the keys matched the existing data (if any), and the
-    /// row is now written.
+    /// Some key was new: the keys matched the existing data (if any), and the
+    /// new ones are now recorded.
     Recorded,
 }
 
-/// Columns encrypted under the data key, and a query for one stored value of
-/// each: tried when the database has data but no `key_check` row.
-const ENCRYPTED_COLUMNS: [(&str, &str, Purpose); 4] = [
-    (
-        "employees.ssn_ciphertext",
-        "SELECT ssn_ciphertext FROM employees WHERE ssn_ciphertext IS NOT NULL LIMIT 1",
-        Purpose::EmployeeSsn,
-    ),
-    (
-        "i9s.ssn_ciphertext",
-        "SELECT ssn_ciphertext FROM i9s WHERE ssn_ciphertext IS NOT NULL LIMIT 1",
-        Purpose::I9Ssn,
-    ),
-    (
-        "oauth_clients.signing_secret_ciphertext",
-        "SELECT signing_secret_ciphertext FROM oauth_clients
-         WHERE signing_secret_ciphertext IS NOT NULL LIMIT 1",
-        Purpose::SigningSecret,
-    ),
-    (
-        "i9_requests.section1_token_ciphertext",
-        "SELECT section1_token_ciphertext FROM i9_requests LIMIT 1",
-        Purpose::Section1Token,
-    ),
-];
+/// The two rings, as `key_ring.kind` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ring {
+    Data,
+    SsnHash,
+}
 
-const WRONG_DATA_KEY: &str =
-    "DATA_ENCRYPTION_KEY is not the key this database's data was written with";
-const WRONG_HASH_KEY: &str =
-    "SSN_HASH_KEY is not the key this database's SSN hashes were written with";
+impl Ring {
+    pub fn kind(self) -> &'static str {
+        match self {
+            Ring::Data => "data",
+            Ring::SsnHash => "ssn_hash",
+        }
+    }
+
+    /// The setting an operator changes.
+    pub fn variable(self) -> &'static str {
+        match self {
+            Ring::Data => "DATA_ENCRYPTION_KEYS",
+            Ring::SsnHash => "SSN_HASH_KEYS",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Ring::Data => "data",
+            Ring::SsnHash => "SSN hashes",
+        }
+    }
+
+    fn ids(self, cipher: &DataCipher) -> Vec<KeyId> {
+        match self {
+            Ring::Data => cipher.data_key_ids(),
+            Ring::SsnHash => cipher.hash_key_ids(),
+        }
+    }
+
+    fn check_value(self, cipher: &DataCipher, id: KeyId) -> Option<Vec<u8>> {
+        match self {
+            Ring::Data => cipher.key_check_ciphertext(id),
+            Ring::SsnHash => cipher.key_check_mac(id),
+        }
+    }
+
+    fn matches(self, cipher: &DataCipher, id: KeyId, value: &[u8]) -> Option<bool> {
+        match self {
+            Ring::Data => cipher.data_key_matches(id, value),
+            Ring::SsnHash => cipher.hash_key_matches(id, value),
+        }
+    }
+
+    /// "key 2 of DATA_ENCRYPTION_KEYS (or DATA_ENCRYPTION_KEY)" for key 1.
+    fn key(self, id: KeyId) -> String {
+        match (self, id) {
+            (Ring::Data, 1) => "key 1 of DATA_ENCRYPTION_KEYS (or DATA_ENCRYPTION_KEY)".into(),
+            (Ring::SsnHash, 1) => "key 1 of SSN_HASH_KEYS (or SSN_HASH_KEY)".into(),
+            _ => format!("key {id} of {}", self.variable()),
+        }
+    }
+}
+
+const RINGS: [Ring; 2] = [Ring::Data, Ring::SsnHash];
 const ADVICE: &str = "start with the keys the data was written with";
 
-/// Compare the keys with the `key_check` row, or, when there is none, with
-/// the stored data, then write the row. An error names the variable whose key
-/// does not match.
+/// One `key_ring` row.
+#[derive(Debug, sqlx::FromRow)]
+struct Recorded {
+    kind: String,
+    key_id: i64,
+    check_value: Vec<u8>,
+    unused: bool,
+}
+
+/// Compare both key rings with the `key_ring` rows, or, when there are none,
+/// with the stored data; then record the keys not recorded yet. An error
+/// names every variable and key id that does not fit, and writes nothing.
 pub async fn verify_or_record(pool: &PgPool, cipher: &DataCipher) -> anyhow::Result<KeyCheck> {
-    if let Some(row) = read(pool).await? {
-        verify_row(cipher, &row)?;
-        return Ok(KeyCheck::Verified);
+    let rows = read(pool).await?;
+    if rows.is_empty() {
+        verify_against_data(pool, cipher).await?;
     }
-    verify_against_data(pool, cipher).await?;
-    sqlx::query(
-        "INSERT INTO key_check (data_key_ciphertext, ssn_hash_key_mac) VALUES ($1, $2)
-         ON CONFLICT (id) DO NOTHING",
-    )
-    .bind(cipher.key_check_ciphertext())
-    .bind(cipher.key_check_mac())
-    .execute(pool)
-    .await
-    .context("writing the key check")?;
-    // Another process may have written it first, with other keys.
-    let row = read(pool).await?.context("the key check row vanished")?;
-    verify_row(cipher, &row)?;
-    Ok(KeyCheck::Recorded)
-}
-
-async fn read(pool: &PgPool) -> anyhow::Result<Option<(Vec<u8>, Vec<u8>)>> {
-    sqlx::query_as("SELECT data_key_ciphertext, ssn_hash_key_mac FROM key_check")
-        .fetch_optional(pool)
+    refuse(cipher, &rows)?;
+    let mut recorded = false;
+    for ring in RINGS {
+        for id in ring.ids(cipher) {
+            if find(&rows, ring, id).is_some() {
+                continue;
+            }
+            let value = ring.check_value(cipher, id).context("a key of the ring")?;
+            let inserted = sqlx::query(
+                "INSERT INTO key_ring (kind, key_id, check_value) VALUES ($1, $2, $3)
+                 ON CONFLICT (kind, key_id) DO NOTHING",
+            )
+            .bind(ring.kind())
+            .bind(i64::from(id))
+            .bind(value)
+            .execute(pool)
+            .await
+            .context("recording a key in key_ring")?;
+            recorded |= inserted.rows_affected() == 1;
+        }
+        // The current key writes from now on: it is in use again if it was not.
+        sqlx::query(
+            "UPDATE key_ring SET unused_since = NULL
+             WHERE kind = $1 AND key_id = $2 AND unused_since IS NOT NULL",
+        )
+        .bind(ring.kind())
+        .bind(i64::from(ring.ids(cipher)[0]))
+        .execute(pool)
         .await
-        .map_err(|e| match &e {
-            sqlx::Error::Database(db) if db.code().as_deref() == Some("42P01") => anyhow::anyhow!(
-                "the database has no key_check table: apply the migrations first (i9-admin migrate)"
-            ),
-            _ => anyhow::Error::new(e).context("reading the key check"),
-        })
+        .context("marking the current key in use")?;
+    }
+    // Another process may have recorded the same ids first, with other keys.
+    refuse(cipher, &read(pool).await?)?;
+    Ok(if recorded {
+        KeyCheck::Recorded
+    } else {
+        KeyCheck::Verified
+    })
 }
 
-fn verify_row(cipher: &DataCipher, (ciphertext, mac): &(Vec<u8>, Vec<u8>)) -> anyhow::Result<()> {
-    let data_ok = cipher.data_key_matches(ciphertext);
-    let hash_ok = cipher.hash_key_matches(mac);
-    match (data_ok, hash_ok) {
-        (true, true) => Ok(()),
-        (false, true) => bail!("{WRONG_DATA_KEY}; {ADVICE}"),
-        (true, false) => bail!("{WRONG_HASH_KEY}; {ADVICE}"),
-        (false, false) => bail!("{WRONG_DATA_KEY}, and {WRONG_HASH_KEY}; {ADVICE}"),
+fn refuse(cipher: &DataCipher, rows: &[Recorded]) -> anyhow::Result<()> {
+    let problems = problems(cipher, rows);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        bail!("{}; {ADVICE}", problems.join("; "))
     }
+}
+
+fn find(rows: &[Recorded], ring: Ring, id: KeyId) -> Option<&Recorded> {
+    rows.iter()
+        .find(|r| r.kind == ring.kind() && r.key_id == i64::from(id))
+}
+
+/// Keys of the ring that are not the recorded key of their id, and recorded
+/// keys still in use that the ring lacks.
+fn problems(cipher: &DataCipher, rows: &[Recorded]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for ring in RINGS {
+        let ids = ring.ids(cipher);
+        for &id in &ids {
+            if let Some(row) = find(rows, ring, id) {
+                if ring.matches(cipher, id, &row.check_value) != Some(true) {
+                    problems.push(format!(
+                        "{} is not the key this database's {} were written with under id {id}",
+                        ring.key(id),
+                        ring.what()
+                    ));
+                }
+            }
+        }
+        for row in rows.iter().filter(|r| r.kind == ring.kind() && !r.unused) {
+            let Ok(id) = KeyId::try_from(row.key_id) else {
+                continue;
+            };
+            if !ids.contains(&id) {
+                problems.push(format!(
+                    "this database's {} may still use key {id}, which {} lacks: keep it in the \
+                     ring until `i9-admin rekey` reports that no value uses it",
+                    ring.what(),
+                    ring.variable()
+                ));
+            }
+        }
+    }
+    problems
+}
+
+async fn read(pool: &PgPool) -> anyhow::Result<Vec<Recorded>> {
+    sqlx::query_as(
+        "SELECT kind, key_id, check_value, unused_since IS NOT NULL AS unused
+         FROM key_ring ORDER BY kind, key_id",
+    )
+    .fetch_all(pool)
+    .await
+    .map_err(|e| match &e {
+        sqlx::Error::Database(db) if db.code().as_deref() == Some("42P01") => anyhow::anyhow!(
+            "the database has no key_ring table: apply the migrations first (i9-admin migrate)"
+        ),
+        _ => anyhow::Error::new(e).context("reading the recorded keys"),
+    })
 }
 
 /// For a database written before the key check existed.
 async fn verify_against_data(pool: &PgPool, cipher: &DataCipher) -> anyhow::Result<()> {
-    for (column, sql, purpose) in ENCRYPTED_COLUMNS {
-        let stored: Option<Vec<u8>> = sqlx::query_scalar(sql)
+    let wrong = |column: &str, e: DecryptError| {
+        match e {
+        DecryptError::UnknownKey(id) => anyhow::anyhow!(
+            "{column} is encrypted under key {id}, which DATA_ENCRYPTION_KEYS lacks; {ADVICE}"
+        ),
+        DecryptError::Invalid => anyhow::anyhow!(
+            "{} is not the key this database's data was written with (it cannot decrypt {column}); {ADVICE}",
+            Ring::Data.key(1)
+        ),
+    }
+    };
+    for column in ENCRYPTED_COLUMNS {
+        let sql = format!(
+            "SELECT {c} FROM {t} WHERE {c} IS NOT NULL LIMIT 1",
+            c = column.column,
+            t = column.table
+        );
+        let stored: Option<Vec<u8>> = sqlx::query_scalar(&sql)
             .fetch_optional(pool)
             .await
-            .with_context(|| format!("reading {column} for the key check"))?;
+            .with_context(|| format!("reading {} for the key check", column.name()))?;
         if let Some(ct) = stored {
-            if cipher.decrypt(purpose, &ct).is_err() {
-                bail!("{WRONG_DATA_KEY} (it cannot decrypt {column}); {ADVICE}");
-            }
+            cipher
+                .decrypt(column.purpose, &ct)
+                .map_err(|e| wrong(&column.name(), e))?;
         }
     }
     let employee: Option<(Vec<u8>, Vec<u8>)> = sqlx::query_as(
@@ -125,13 +256,14 @@ async fn verify_against_data(pool: &PgPool, cipher: &DataCipher) -> anyhow::Resu
     .await
     .context("reading employees.ssn_hash for the key check")?;
     if let Some((ct, hash)) = employee {
-        let ssn = cipher.decrypt_ssn(Purpose::EmployeeSsn, &ct).map_err(|_| {
-            anyhow::anyhow!(
-                "{WRONG_DATA_KEY} (it cannot decrypt employees.ssn_ciphertext); {ADVICE}"
-            )
-        })?;
-        if cipher.ssn_search_hash(&ssn) != hash {
-            bail!("{WRONG_HASH_KEY} (employees.ssn_hash differs); {ADVICE}");
+        let ssn = cipher
+            .decrypt_ssn(Purpose::EmployeeSsn, &ct)
+            .map_err(|e| wrong("employees.ssn_ciphertext", e))?;
+        if !cipher.ssn_search_hashes(&ssn).contains(&hash) {
+            bail!(
+                "{} is not the key this database's SSN hashes were written with (employees.ssn_hash differs); {ADVICE}",
+                Ring::SsnHash.key(1)
+            );
         }
     }
     Ok(())

@@ -13,12 +13,15 @@ pub mod events;
 pub mod html;
 pub mod jobs;
 pub mod key_check;
+pub mod keys;
 pub mod links;
 pub mod outbox;
+pub mod rekey;
 pub mod relay;
 pub mod retry;
 pub mod seed;
 pub mod shutdown;
+pub mod signing_secrets;
 pub mod startup;
 pub mod telemetry;
 

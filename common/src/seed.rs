@@ -17,6 +17,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 use crate::{
     crypto::{hash_password, verify_password, DataCipher, Purpose},
     domain::{parse_date, Permission, Scopes, Ssn},
+    signing_secrets,
 };
 
 #[derive(Debug, Deserialize)]
@@ -518,13 +519,37 @@ pub fn check_callback_urls(org: &OrgFile, allow_private: bool) -> Result<(), See
 /// id, SSN hash and SSN ciphertext of an employee already in the database.
 type ExistingEmployee = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
 
-/// Check and load the organization; returns what it assigned.
+/// A partner's signing secret that the file changed.
+#[derive(Debug, Clone)]
+pub struct SecretRotation {
+    pub client_id: String,
+    /// Until when the replaced secret still signs callbacks (None: it does not).
+    pub previous_valid_until: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Check and load the organization; returns what it assigned. A changed
+/// signing secret starts the default overlap
+/// ([`signing_secrets::DEFAULT_OVERLAP`]).
 pub async fn load(
     pool: &PgPool,
     cipher: &DataCipher,
     org: &OrgFile,
 ) -> Result<Vec<Assigned>, SeedError> {
+    load_with(pool, cipher, org, signing_secrets::DEFAULT_OVERLAP)
+        .await
+        .map(|(assigned, _)| assigned)
+}
+
+/// [`load`], a replaced signing secret signing on for `overlap`; also
+/// returns the secrets it replaced.
+pub async fn load_with(
+    pool: &PgPool,
+    cipher: &DataCipher,
+    org: &OrgFile,
+    overlap: std::time::Duration,
+) -> Result<(Vec<Assigned>, Vec<SecretRotation>), SeedError> {
     let checked = check(org)?;
+    let mut rotations = Vec::new();
     let mut tx = pool.begin().await?;
     let mut out = Vec::new();
 
@@ -713,15 +738,24 @@ pub async fn load(
             Some((_, h, _)) if verify_password(&c.client_secret, h) => h.clone(),
             _ => hash_password(&c.client_secret),
         };
-        let signing = c.integration.as_ref().map(|int| {
-            let same = existing.as_ref().and_then(|e| e.2.as_ref()).filter(|ct| {
-                cipher
+        // A changed secret replaces the current one after the upsert, with an
+        // overlap (`signing_secrets::replace`); the upsert keeps the old one.
+        let old_signing = existing.as_ref().and_then(|e| e.2.clone());
+        let mut replacement = None;
+        let signing = c.integration.as_ref().map(|int| match &old_signing {
+            Some(ct)
+                if cipher
                     .decrypt(Purpose::SigningSecret, ct)
-                    .is_ok_and(|p| p == int.signing_secret.as_bytes())
-            });
-            same.cloned().unwrap_or_else(|| {
-                cipher.encrypt(Purpose::SigningSecret, int.signing_secret.as_bytes())
-            })
+                    .is_ok_and(|p| p == int.signing_secret.as_bytes()) =>
+            {
+                ct.clone()
+            }
+            Some(ct) => {
+                replacement =
+                    Some(cipher.encrypt(Purpose::SigningSecret, int.signing_secret.as_bytes()));
+                ct.clone()
+            }
+            None => cipher.encrypt(Purpose::SigningSecret, int.signing_secret.as_bytes()),
         });
         let scopes = Scopes::from_list(&c.scopes).unwrap_or_default().to_list();
         let row: Option<(i64, bool)> = sqlx::query_as(
@@ -749,29 +783,50 @@ pub async fn load(
             .map(|r| r.0)
             .or(existing.map(|e| e.0))
             .ok_or(sqlx::Error::RowNotFound)?;
+        if let Some(new) = replacement.as_deref() {
+            let until = signing_secrets::replace(&mut tx, cipher, id, new, overlap)
+                .await
+                .map_err(|e| match e {
+                    signing_secrets::SigningError::Database(e) => SeedError::Database(e),
+                    other => SeedError::Invalid(vec![format!(
+                        "clients: {}: {other} (are the keys the data's?)",
+                        c.client_id
+                    )]),
+                })?;
+            rotations.push(SecretRotation {
+                client_id: c.client_id.clone(),
+                previous_valid_until: until,
+            });
+        }
         out.push(Assigned {
             kind: "client",
             key: c.client_id.clone(),
             id,
-            outcome: Outcome::of(row.map(|r| r.1)),
+            outcome: Outcome::of(row.map(|r| r.1)).or(replacement.is_some()),
         });
     }
 
     for (i, e) in org.employees.iter().enumerate() {
         let at = format!("employees[{i}]");
         let ssn = checked.ssns.get(&i);
-        let ssn_hash = ssn.map(|s| cipher.ssn_search_hash(s));
         let existing: Option<ExistingEmployee> = sqlx::query_as(
             "SELECT id, ssn_hash, ssn_ciphertext FROM employees WHERE lower(profile_id) = lower($1)",
         )
         .bind(&e.profile_id)
         .fetch_optional(&mut *tx)
         .await?;
-        // Keep the stored ciphertext when the number is the same, so a rerun changes nothing.
-        let ssn_ct = match (&existing, &ssn_hash, ssn) {
-            (Some((_, Some(h), Some(ct))), Some(new_h), _) if h == new_h => Some(ct.clone()),
-            (_, _, Some(s)) => Some(cipher.encrypt_ssn(Purpose::EmployeeSsn, s)),
-            _ => None,
+        // Keep the stored ciphertext and hash when the number is the same (its
+        // hash under any key of the ring), so a rerun changes nothing.
+        let ssn_hashes = ssn.map(|s| cipher.ssn_search_hashes(s));
+        let (ssn_ct, ssn_hash) = match (&existing, &ssn_hashes, ssn) {
+            (Some((_, Some(h), Some(ct))), Some(all), _) if all.contains(h) => {
+                (Some(ct.clone()), Some(h.clone()))
+            }
+            (_, _, Some(s)) => (
+                Some(cipher.encrypt_ssn(Purpose::EmployeeSsn, s)),
+                Some(cipher.ssn_search_hash(s)),
+            ),
+            _ => (None, None),
         };
         let location = group_ids[&e.location.to_lowercase()];
         let entity = e.legal_entity.as_ref().map(|k| entity_ids[k]);
@@ -780,8 +835,8 @@ pub async fn load(
             "INSERT INTO employees (first_name, last_name, middle_name, ssn_ciphertext, ssn_hash, ssn_last4,
                  date_of_birth, profile_id, other_name, job_title, email_address, location_id, legal_entity_id,
                  language_preference, address_street, address_street2, address_apartment, address_city,
-                 address_state, address_country, address_zip, work_number, home_number, cell_number)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)
+                 address_state, address_country, address_zip, work_number, home_number, cell_number, ssn_hash_check)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
              ON CONFLICT ((lower(profile_id))) DO UPDATE SET first_name = EXCLUDED.first_name,
                  last_name = EXCLUDED.last_name, middle_name = EXCLUDED.middle_name,
                  ssn_ciphertext = EXCLUDED.ssn_ciphertext, ssn_hash = EXCLUDED.ssn_hash, ssn_last4 = EXCLUDED.ssn_last4,
@@ -832,6 +887,7 @@ pub async fn load(
         .bind(&e.work_number)
         .bind(&e.home_number)
         .bind(&e.cell_number)
+        .bind(ssn_hashes)
         .fetch_optional(&mut *tx)
         .await
         .map_err(|err| match &err {
@@ -897,7 +953,7 @@ pub async fn load(
         .await?;
     }
     tx.commit().await?;
-    Ok(out)
+    Ok((out, rotations))
 }
 
 /// Make a link table hold exactly `wanted` for `owner`; true if it changed.

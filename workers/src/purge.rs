@@ -13,7 +13,8 @@
 //! - `sign_in_failures` older than the throttling window (they count only within it);
 //! - `processed_jobs` done (or claimed and abandoned) longer ago than their
 //!   retention (30 days: a copy of a job older than that would act again);
-//! - `job_outbox` rows published longer ago than their retention (7 days).
+//! - `job_outbox` rows published longer ago than their retention (7 days);
+//! - `previous_signing_secrets` whose overlap has ended (they sign nothing).
 //!
 //! Records (employees, I-9s, partner events and their attempts, the audit
 //! log) are never purged here.
@@ -60,7 +61,7 @@ impl Retention {
 /// What one round purges: for each table, the statement that deletes one
 /// batch of its expired rows (`$1` the retention in seconds, `$2` the batch
 /// size), and which retention applies.
-const RULES: [(&str, &str, fn(&Retention) -> Duration); 8] = [
+const RULES: [(&str, &str, fn(&Retention) -> Duration); 9] = [
     (
         "idempotency_keys",
         "DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
@@ -99,6 +100,13 @@ const RULES: [(&str, &str, fn(&Retention) -> Duration); 8] = [
         "DELETE FROM password_set_tokens WHERE ctid = ANY (ARRAY(
            SELECT ctid FROM password_set_tokens
            WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
+        |_| Duration::ZERO,
+    ),
+    (
+        "previous_signing_secrets",
+        "DELETE FROM previous_signing_secrets WHERE ctid = ANY (ARRAY(
+           SELECT ctid FROM previous_signing_secrets
+           WHERE valid_until < now() - make_interval(secs => $1) LIMIT $2))",
         |_| Duration::ZERO,
     ),
     (

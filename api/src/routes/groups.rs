@@ -104,7 +104,7 @@ pub async fn list(
     caller.require(Scope::Read, Permission::ViewGroups)?;
     let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
     let visibility = caller.visibility(&state.pool).await?;
-    let hash = |s: &_| state.cipher.ssn_search_hash(s);
+    let hash = |s: &_| state.cipher.ssn_search_hashes(s);
     let managed = |_: &str, want: bool, qb: &mut QueryBuilder<'_, sqlx::Postgres>| {
         qb.push(" AND (");
         push_managed(qb, &visibility);

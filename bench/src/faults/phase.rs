@@ -69,6 +69,8 @@ impl Stack {
             ("BIND_ADDR".into(), format!("127.0.0.1:{api_port}")),
             ("PUBLIC_BASE_URL".into(), base_url.clone()),
             ("ALLOW_PRIVATE_CALLBACKS".into(), "true".into()),
+            // Throwaway databases: the development keys (docs/operations.md, "Keys and rotation").
+            ("APP_ENV".into(), "development".into()),
             ("RUST_LOG".into(), "info,sqlx=warn,lapin=warn".into()),
             // A partner outage of minutes is outlasted in minutes, not a day.
             ("CALLBACK_MAX_ATTEMPTS".into(), "60".into()),

@@ -91,6 +91,15 @@ async fn seed_rows(app: &TestApp) {
         .await
         .unwrap();
     }
+    // A partner's replaced signing secret whose overlap ended (goes), one still signing (stays).
+    exec(
+        app,
+        "INSERT INTO previous_signing_secrets (oauth_client_id, secret_ciphertext, valid_until)
+         SELECT id, '\\x02', t FROM oauth_clients,
+                (VALUES (now() - interval '1 minute'), (now() + interval '1 day')) v(t)
+         WHERE client_id = 'greenhouse-ats'",
+    )
+    .await;
     exec(
         app,
         "INSERT INTO sign_in_failures (username, failed_at) VALUES
@@ -146,6 +155,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
         "refresh_tokens",
         "oauth_grants",
         "password_set_tokens",
+        "previous_signing_secrets",
         "idempotency_keys",
         "sign_in_failures",
         "processed_jobs",
@@ -166,6 +176,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
             ("refresh_tokens", 1),
             ("oauth_grants", 1),
             ("password_set_tokens", 1),
+            ("previous_signing_secrets", 1),
             ("sign_in_failures", 1),
             ("processed_jobs", 2),
             ("job_outbox", 1),
@@ -177,6 +188,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
         ("refresh_tokens", 1),
         ("oauth_grants", 2),
         ("password_set_tokens", 1),
+        ("previous_signing_secrets", 1),
         ("sign_in_failures", 1),
         ("processed_jobs", 2),
         ("job_outbox", 2),

@@ -235,7 +235,7 @@ async fn every_error_that_means_the_database_is_unavailable_is_a_503_even_inside
     assert!(!is_unavailable(&e));
     assert_eq!(wrapped_status(e), 500);
     let e = sqlx::query(
-        "INSERT INTO key_check (data_key_ciphertext, ssn_hash_key_mac) VALUES ('', ''), ('', '')",
+        "INSERT INTO key_ring (kind, key_id, check_value) VALUES ('data', 7, ''), ('data', 7, '')",
     )
     .execute(app.pool())
     .await

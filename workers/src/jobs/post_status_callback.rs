@@ -1,7 +1,8 @@
 //! `post_status_callback`: post one partner status event to the partner's
 //! `integrationHrUrl`, signed as Standard Webhooks describes (`webhook-id`,
 //! `webhook-timestamp`, `webhook-signature`: HMAC-SHA256 with the partner's
-//! `whsec_` secret). A 2xx is delivery; 410 Gone stops the retries; anything
+//! `whsec_` secret; while a replaced secret is in its overlap, one signature
+//! per secret, `common/src/signing_secrets.rs`). A 2xx is delivery; 410 Gone stops the retries; anything
 //! else is retried with backoff (the worker's callback policy). Every
 //! attempt is recorded in `callback_attempts`.
 //!
@@ -12,13 +13,14 @@
 //! An event is posted by one copy of its job at a time and never again once a
 //! partner answered 2xx ([`super::claim`], keyed by the event id).
 //!
-//! Reads `partner_events`, `employees`, `oauth_clients`; writes
+//! Reads `partner_events`, `employees`, `oauth_clients`,
+//! `previous_signing_secrets`; writes
 //! `callback_attempts`, `partner_events.delivered_at` and `processed_jobs`.
 
 use std::time::Instant;
 
 use chrono::Utc;
-use i9_common::crypto::Purpose;
+use i9_common::signing_secrets;
 use uuid::Uuid;
 
 use super::{claim, JobError, JobResult};
@@ -30,8 +32,8 @@ use crate::{
 pub const KIND: &str = "post_status_callback";
 
 pub async fn run(ctx: &Context, event_id: Uuid) -> JobResult {
-    let row: Option<(serde_json::Value, bool, Option<String>, Option<Vec<u8>>)> = sqlx::query_as(
-        "SELECT ev.payload, ev.delivered_at IS NOT NULL, c.integration_hr_url, c.signing_secret_ciphertext
+    let row: Option<(serde_json::Value, bool, Option<String>, Option<Vec<u8>>, i64)> = sqlx::query_as(
+        "SELECT ev.payload, ev.delivered_at IS NOT NULL, c.integration_hr_url, c.signing_secret_ciphertext, c.id
          FROM partner_events ev
          JOIN employees e ON e.id = ev.employee_id
          JOIN oauth_clients c ON c.id = e.integration_client_id
@@ -40,7 +42,7 @@ pub async fn run(ctx: &Context, event_id: Uuid) -> JobResult {
     .bind(event_id)
     .fetch_optional(&ctx.pool)
     .await?;
-    let Some((payload, delivered, url, secret)) = row else {
+    let Some((payload, delivered, url, secret, client)) = row else {
         return Err(JobError::Fatal(anyhow::anyhow!(
             "partner event {event_id} does not exist"
         )));
@@ -54,20 +56,16 @@ pub async fn run(ctx: &Context, event_id: Uuid) -> JobResult {
             "the partner of event {event_id} has no callback URL or secret"
         )));
     };
-    let secret = ctx
-        .cipher
-        .decrypt(Purpose::SigningSecret, &secret)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| {
-            JobError::Fatal(anyhow::anyhow!("the signing secret cannot be decrypted"))
-        })?;
+    let secrets = signing_secrets::valid(&ctx.pool, &ctx.cipher, client, &secret).await;
     let body = serde_json::to_vec(&payload).map_err(|e| JobError::Fatal(e.into()))?;
     let timestamp = Utc::now().timestamp();
     let msg_id = event_id.to_string();
-    let signature = standardwebhooks::Webhook::new(&secret)
-        .and_then(|wh| wh.sign(&msg_id, timestamp, &body))
-        .map_err(|e| JobError::Fatal(anyhow::anyhow!("signing failed: {e}")))?;
+    let signature = secrets
+        .and_then(|secrets| signing_secrets::signature_header(&secrets, &msg_id, timestamp, &body))
+        .map_err(|e| match e {
+            signing_secrets::SigningError::Database(e) => JobError::from(e),
+            other => JobError::Fatal(anyhow::anyhow!("{other}")),
+        })?;
 
     // One copy at a time posts an event, and never one that was delivered.
     if !claim::begin(&ctx.pool, event_id, KIND, claim::CALLBACK_HOLD).await? {

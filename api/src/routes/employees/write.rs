@@ -417,6 +417,9 @@ pub async fn set_columns(
                 .push(", ssn_hash = ")
                 .push_bind(ssn.as_ref().map(|s| state.cipher.ssn_search_hash(s)));
             update
+                .push(", ssn_hash_check = ")
+                .push_bind(ssn.as_ref().map(|s| state.cipher.ssn_search_hashes(s)));
+            update
                 .push(", ssn_last4 = ")
                 .push_bind(ssn.as_ref().map(|s| s.last4().to_owned()));
         }
@@ -544,9 +547,10 @@ pub async fn check_unique(
     if let Some(Some(ssn)) = &input.ssn {
         let holder: Option<(i64, i64, Option<i64>)> = sqlx::query_as(
             "SELECT id, location_id, integration_client_id FROM employees
-             WHERE ssn_hash = $1 AND id IS DISTINCT FROM $2",
+             WHERE ssn_hash = ANY($1) AND id IS DISTINCT FROM $2",
         )
-        .bind(state.cipher.ssn_search_hash(ssn))
+        // Under every key of the ring: a record hashed under an older key is taken too.
+        .bind(state.cipher.ssn_search_hashes(ssn))
         .bind(me)
         .fetch_optional(&mut *tx)
         .await?;
@@ -856,6 +860,7 @@ pub fn push_insert(q: &mut QueryBuilder<'_, Postgres>, state: &AppState, input: 
     if input.ssn.is_some() {
         cols.push("ssn_ciphertext")
             .push("ssn_hash")
+            .push("ssn_hash_check")
             .push("ssn_last4");
     }
     q.push(") VALUES (");
@@ -883,6 +888,9 @@ fn push_values(qb: &mut QueryBuilder<'_, Postgres>, state: &AppState, input: &Em
         );
         sep(qb);
         qb.push_bind(ssn.as_ref().map(|s| state.cipher.ssn_search_hash(s)));
+        // The uniqueness trigger looks for these (migrations, ..._ssn_unique_across_hash_keys).
+        sep(qb);
+        qb.push_bind(ssn.as_ref().map(|s| state.cipher.ssn_search_hashes(s)));
         sep(qb);
         qb.push_bind(ssn.as_ref().map(|s| s.last4().to_owned()));
     }

@@ -1,0 +1,386 @@
+//! `i9-admin rekey`: rewrite every value encrypted under the data key, and
+//! every SSN hash, under the current keys of the rings, so the older keys can
+//! be removed (docs/operations.md, "Keys and rotation").
+//!
+//! Safe while the API and workers run, and restartable: each column is walked
+//! in id order in batches, each batch its own short transaction; a row is
+//! rewritten only if it still holds the value read (a concurrent write wins,
+//! and is under the current key anyway), and values already under the
+//! current key are skipped, so a second run changes nothing. Once a run finds
+//! no value left under an older key, that key is marked unused in `key_ring`
+//! and a ring without it may start (`common/src/key_check.rs`).
+
+use anyhow::Context;
+use sqlx::{PgPool, Postgres, Transaction};
+
+use crate::{
+    crypto::{DataCipher, DecryptError, Purpose},
+    keys::KeyId,
+};
+
+/// One column encrypted under the data key.
+#[derive(Debug, Clone, Copy)]
+pub struct EncryptedColumn {
+    pub table: &'static str,
+    pub column: &'static str,
+    pub purpose: Purpose,
+    /// The SQL type of the table's `id`.
+    pub id_type: &'static str,
+}
+
+impl EncryptedColumn {
+    pub fn name(&self) -> String {
+        format!("{}.{}", self.table, self.column)
+    }
+}
+
+/// Every column encrypted under the data key. A new one is added here, and
+/// both the start-up check and `rekey` cover it.
+pub const ENCRYPTED_COLUMNS: [EncryptedColumn; 5] = [
+    EncryptedColumn {
+        table: "employees",
+        column: "ssn_ciphertext",
+        purpose: Purpose::EmployeeSsn,
+        id_type: "BIGINT",
+    },
+    EncryptedColumn {
+        table: "i9s",
+        column: "ssn_ciphertext",
+        purpose: Purpose::I9Ssn,
+        id_type: "BIGINT",
+    },
+    EncryptedColumn {
+        table: "oauth_clients",
+        column: "signing_secret_ciphertext",
+        purpose: Purpose::SigningSecret,
+        id_type: "BIGINT",
+    },
+    EncryptedColumn {
+        table: "previous_signing_secrets",
+        column: "secret_ciphertext",
+        purpose: Purpose::SigningSecret,
+        id_type: "BIGINT",
+    },
+    EncryptedColumn {
+        table: "i9_requests",
+        column: "section1_token_ciphertext",
+        purpose: Purpose::Section1Token,
+        id_type: "UUID",
+    },
+];
+
+/// The SSN hash column, re-hashed under the current hash key.
+pub const SSN_HASH_COLUMN: &str = "employees.ssn_hash";
+
+pub const DEFAULT_BATCH: i64 = 500;
+
+/// What one column's pass did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnReport {
+    /// `table.column`.
+    pub name: String,
+    /// Values rewritten under the current key.
+    pub changed: u64,
+    /// Rows that could not be rewritten (`table id: why`): a value that does
+    /// not decrypt with any key of the ring, or an SSN another employee holds.
+    pub failed: Vec<String>,
+}
+
+/// What a run did, and what it found left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    pub columns: Vec<ColumnReport>,
+    /// Values still not under the current key after the run (written
+    /// meanwhile by a process with an older current key, or failed), by column.
+    pub remaining: Vec<(String, i64)>,
+    /// Data key ids that no stored value uses any more (now or before).
+    pub unused_data_keys: Vec<KeyId>,
+    pub unused_hash_keys: Vec<KeyId>,
+}
+
+impl Report {
+    pub fn changed(&self, name: &str) -> Option<u64> {
+        self.columns
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.changed)
+    }
+
+    pub fn complete(&self) -> bool {
+        self.remaining.is_empty()
+    }
+}
+
+/// Rewrite every value under the current keys, `batch` rows per transaction.
+/// `progress` hears about each column as it is done.
+pub async fn run(
+    pool: &PgPool,
+    cipher: &DataCipher,
+    batch: i64,
+    mut progress: impl FnMut(&ColumnReport),
+) -> anyhow::Result<Report> {
+    let mut columns = Vec::new();
+    for column in ENCRYPTED_COLUMNS {
+        let report = reencrypt_column(pool, cipher, column, batch).await?;
+        progress(&report);
+        columns.push(report);
+    }
+    let report = rehash_ssns(pool, cipher, batch).await?;
+    progress(&report);
+    columns.push(report);
+
+    let remaining = remaining(pool, cipher).await?;
+    let mut unused_data_keys = Vec::new();
+    let mut unused_hash_keys = Vec::new();
+    if remaining.iter().all(|(name, _)| name == SSN_HASH_COLUMN) {
+        unused_data_keys = mark_unused(pool, "data", cipher.data_key_ids()[0]).await?;
+    }
+    if !remaining.iter().any(|(name, _)| name == SSN_HASH_COLUMN) {
+        unused_hash_keys = mark_unused(pool, "ssn_hash", cipher.hash_key_ids()[0]).await?;
+    }
+    Ok(Report {
+        columns,
+        remaining,
+        unused_data_keys,
+        unused_hash_keys,
+    })
+}
+
+/// One row's rewrite: the statement's binds are `$1` id, `$2` old value, `$3`
+/// new value, and for SSN hashes `$4` the SSN's hashes under every key.
+struct Rewrite {
+    id: String,
+    old: Vec<u8>,
+    new: Vec<u8>,
+    check: Option<Vec<Vec<u8>>>,
+}
+
+async fn reencrypt_column(
+    pool: &PgPool,
+    cipher: &DataCipher,
+    column: EncryptedColumn,
+    batch: i64,
+) -> anyhow::Result<ColumnReport> {
+    let EncryptedColumn {
+        table,
+        column: col,
+        id_type,
+        purpose,
+    } = column;
+    let select = format!(
+        "SELECT id::TEXT, {col} FROM {table}
+         WHERE {col} IS NOT NULL AND substring({col} FROM 1 FOR 5) <> $1
+           AND ($2::TEXT IS NULL OR id > $2::{id_type})
+         ORDER BY id LIMIT $3"
+    );
+    let update = format!("UPDATE {table} SET {col} = $3 WHERE id = $1::{id_type} AND {col} = $2");
+    let mut report = ColumnReport {
+        name: column.name(),
+        changed: 0,
+        failed: Vec::new(),
+    };
+    let mut after: Option<String> = None;
+    loop {
+        let rows: Vec<(String, Vec<u8>)> = sqlx::query_as(&select)
+            .bind(cipher.current_prefix().to_vec())
+            .bind(&after)
+            .bind(batch)
+            .fetch_all(pool)
+            .await
+            .with_context(|| format!("reading {}", report.name))?;
+        let Some((last, _)) = rows.last() else { break };
+        after = Some(last.clone());
+        let mut rewrites = Vec::with_capacity(rows.len());
+        for (id, old) in rows {
+            match cipher.reencrypt(purpose, &old) {
+                Ok(Some(new)) => rewrites.push(Rewrite {
+                    id,
+                    old,
+                    new,
+                    check: None,
+                }),
+                Ok(None) => {}
+                Err(e) => report.failed.push(format!("{table} {id}: {}", why(e))),
+            }
+        }
+        apply(pool, &update, rewrites, &mut report).await?;
+    }
+    Ok(report)
+}
+
+async fn rehash_ssns(
+    pool: &PgPool,
+    cipher: &DataCipher,
+    batch: i64,
+) -> anyhow::Result<ColumnReport> {
+    let mut report = ColumnReport {
+        name: SSN_HASH_COLUMN.to_owned(),
+        changed: 0,
+        failed: Vec::new(),
+    };
+    let mut after: Option<i64> = None;
+    loop {
+        let rows: Vec<(i64, Vec<u8>, Option<Vec<u8>>)> = sqlx::query_as(
+            "SELECT id, ssn_hash, ssn_ciphertext FROM employees
+             WHERE ssn_hash IS NOT NULL AND substring(ssn_hash FROM 1 FOR 5) <> $1
+               AND ($2::BIGINT IS NULL OR id > $2)
+             ORDER BY id LIMIT $3",
+        )
+        .bind(cipher.current_hash_prefix().to_vec())
+        .bind(after)
+        .bind(batch)
+        .fetch_all(pool)
+        .await
+        .context("reading employees.ssn_hash")?;
+        let Some((last, _, _)) = rows.last() else {
+            break;
+        };
+        after = Some(*last);
+        let mut rewrites = Vec::with_capacity(rows.len());
+        for (id, old, ct) in rows {
+            let ssn = ct
+                .ok_or(DecryptError::Invalid)
+                .and_then(|ct| cipher.decrypt_ssn(Purpose::EmployeeSsn, &ct));
+            match ssn {
+                Ok(ssn) => rewrites.push(Rewrite {
+                    id: id.to_string(),
+                    old,
+                    new: cipher.ssn_search_hash(&ssn),
+                    check: Some(cipher.ssn_search_hashes(&ssn)),
+                }),
+                Err(e) => report
+                    .failed
+                    .push(format!("employees {id}: the SSN {}", why(e))),
+            }
+        }
+        apply(
+            pool,
+            "UPDATE employees SET ssn_hash = $3, ssn_hash_check = $4
+             WHERE id = $1::BIGINT AND ssn_hash = $2",
+            rewrites,
+            &mut report,
+        )
+        .await?;
+    }
+    Ok(report)
+}
+
+fn why(e: DecryptError) -> String {
+    match e {
+        DecryptError::UnknownKey(id) => format!("is under data key {id}, which the ring lacks"),
+        DecryptError::Invalid => "does not decrypt with any key of the ring".to_owned(),
+    }
+}
+
+/// One batch in one transaction. If a row fails (an SSN another employee
+/// holds), the batch is rolled back and done row by row, the failures reported.
+async fn apply(
+    pool: &PgPool,
+    sql: &str,
+    rewrites: Vec<Rewrite>,
+    report: &mut ColumnReport,
+) -> anyhow::Result<()> {
+    if rewrites.is_empty() {
+        return Ok(());
+    }
+    let mut tx = pool.begin().await?;
+    let mut changed = 0;
+    let mut failed = false;
+    for r in &rewrites {
+        match execute(&mut tx, sql, r).await {
+            Ok(n) => changed += n,
+            Err(sqlx::Error::Database(_)) => {
+                failed = true;
+                break;
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if !failed {
+        tx.commit().await?;
+        report.changed += changed;
+        return Ok(());
+    }
+    tx.rollback().await?;
+    for r in &rewrites {
+        let mut tx = pool.begin().await?;
+        match execute(&mut tx, sql, r).await {
+            Ok(n) => {
+                tx.commit().await?;
+                report.changed += n;
+            }
+            Err(sqlx::Error::Database(db)) => {
+                let table = report.name.split('.').next().unwrap_or_default();
+                let why = match db.constraint() {
+                    Some("employees_ssn_hash_key") => {
+                        "another employee holds the same SSN: resolve the duplicate by hand".into()
+                    }
+                    _ => db.message().to_owned(),
+                };
+                report.failed.push(format!("{table} {}: {why}", r.id));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+async fn execute(
+    tx: &mut Transaction<'_, Postgres>,
+    sql: &str,
+    r: &Rewrite,
+) -> Result<u64, sqlx::Error> {
+    let mut q = sqlx::query(sql).bind(&r.id).bind(&r.old).bind(&r.new);
+    if let Some(check) = &r.check {
+        q = q.bind(check);
+    }
+    Ok(q.execute(&mut **tx).await?.rows_affected())
+}
+
+/// Values not under the current keys, by column (only columns with some).
+pub async fn remaining(pool: &PgPool, cipher: &DataCipher) -> anyhow::Result<Vec<(String, i64)>> {
+    let mut left = Vec::new();
+    for c in ENCRYPTED_COLUMNS {
+        let n: i64 = sqlx::query_scalar(&format!(
+            "SELECT count(*) FROM {t} WHERE {c} IS NOT NULL AND substring({c} FROM 1 FOR 5) <> $1",
+            t = c.table,
+            c = c.column
+        ))
+        .bind(cipher.current_prefix().to_vec())
+        .fetch_one(pool)
+        .await?;
+        if n > 0 {
+            left.push((c.name(), n));
+        }
+    }
+    let n: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM employees
+         WHERE ssn_hash IS NOT NULL AND substring(ssn_hash FROM 1 FOR 5) <> $1",
+    )
+    .bind(cipher.current_hash_prefix().to_vec())
+    .fetch_one(pool)
+    .await?;
+    if n > 0 {
+        left.push((SSN_HASH_COLUMN.to_owned(), n));
+    }
+    Ok(left)
+}
+
+/// Mark every recorded key of `kind` but `current` unused; returns the ids
+/// unused now (marked by this run or before).
+async fn mark_unused(pool: &PgPool, kind: &str, current: KeyId) -> anyhow::Result<Vec<KeyId>> {
+    let ids: Vec<i64> = sqlx::query_scalar(
+        "WITH m AS (UPDATE key_ring SET unused_since = now()
+                    WHERE kind = $1 AND key_id <> $2 AND unused_since IS NULL)
+         SELECT key_id FROM key_ring WHERE kind = $1 AND key_id <> $2 ORDER BY key_id",
+    )
+    .bind(kind)
+    .bind(i64::from(current))
+    .fetch_all(pool)
+    .await
+    .context("marking unused keys")?;
+    Ok(ids
+        .into_iter()
+        .filter_map(|id| KeyId::try_from(id).ok())
+        .collect())
+}
