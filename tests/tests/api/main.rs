@@ -5,6 +5,7 @@
 mod access;
 mod auth;
 mod callbacks;
+mod connections;
 mod dead_letters;
 mod employee_writes;
 mod jobs;
@@ -21,4 +22,5 @@ mod section1;
 mod seed;
 mod ssn;
 mod storage;
+mod throttle;
 mod unavailable;
