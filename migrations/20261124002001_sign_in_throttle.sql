@@ -15,7 +15,8 @@ CREATE TABLE sign_in_throttle (
     failures      BIGINT NOT NULL,
     level         DOUBLE PRECISION NOT NULL,
     updated_at    TIMESTAMPTZ NOT NULL,
-    blocked_until TIMESTAMPTZ NOT NULL,
+    -- Until when the key is delayed; NULL: it never was.
+    blocked_until TIMESTAMPTZ,
     forgotten_at  TIMESTAMPTZ NOT NULL
 );
 CREATE INDEX sign_in_throttle_forgotten_idx ON sign_in_throttle (forgotten_at);

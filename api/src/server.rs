@@ -87,8 +87,8 @@ pub async fn serve(
                 req.extensions_mut().insert(ConnectInfo::<SocketAddr>(peer));
                 req
             });
-        let connection =
-            graceful.watch(http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service)));
+        let connection = graceful
+            .watch(http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service)));
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "connection ended with an error");

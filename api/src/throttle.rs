@@ -93,29 +93,34 @@ struct Inner {
 
 /// The level after one more failure: the old level, less what was forgotten
 /// since it was last updated, plus one. `$3` is `forget` in seconds.
-const LEVEL: &str = "(greatest(t.level - extract(epoch FROM now() - t.updated_at)::float8 / $3, 0) + 1)";
+const LEVEL: &str =
+    "(greatest(t.level - extract(epoch FROM now() - t.updated_at)::float8 / $3, 0) + 1)";
 
 /// Count one failure of `$1` (kind `$2`), atomically; `$4` is the free
-/// failures. The delay of level L is 2^(L - free - 1) s once L passes the
-/// free failures, at most 2 * forget.
+/// failures. Once the level L passes them the key is delayed by
+/// 2^(L - free - 1) s, at most 2 * forget; `blocked_until` stays NULL until
+/// a first delay (a "delay" of zero would race with concurrent readers).
 static FAIL: LazyLock<String> = LazyLock::new(|| {
-    let delay = |level: &str| {
-        format!("CASE WHEN {level} > $4 THEN least(power(2, {level} - $4 - 1), 2 * $3) ELSE 0 END")
+    let until = |level: &str| {
+        format!(
+            "CASE WHEN {level} > $4
+               THEN now() + make_interval(secs => least(power(2, {level} - $4 - 1), 2 * $3)) END"
+        )
     };
     format!(
         "INSERT INTO sign_in_throttle AS t
            (key, kind, failures, level, updated_at, blocked_until, forgotten_at)
-         VALUES ($1, $2, 1, 1, now(), now() + make_interval(secs => {first}),
-                 now() + make_interval(secs => $3))
+         VALUES ($1, $2, 1, 1, now(), {first}, now() + make_interval(secs => $3))
          ON CONFLICT (key) DO UPDATE SET
            failures = t.failures + 1,
            level = {LEVEL},
            updated_at = now(),
-           blocked_until = greatest(t.blocked_until, now() + make_interval(secs => {next})),
+           blocked_until = greatest(t.blocked_until, {next}),
            forgotten_at = now() + make_interval(secs => {LEVEL} * $3)
-         RETURNING failures, level, greatest(extract(epoch FROM blocked_until - now())::float8, 0)",
-        first = delay("1::float8"),
-        next = delay(LEVEL),
+         RETURNING failures, level,
+           coalesce(greatest(extract(epoch FROM blocked_until - now())::float8, 0), 0)",
+        first = until("1::float8"),
+        next = until(LEVEL),
     )
 });
 
@@ -151,7 +156,10 @@ impl Throttle {
     fn key(&self, kind: Kind, value: &[u8]) -> Key {
         Key {
             kind,
-            hash: hmac_sha256(&self.inner.mac_key, &[kind.as_str().as_bytes(), b"\0", value]),
+            hash: hmac_sha256(
+                &self.inner.mac_key,
+                &[kind.as_str().as_bytes(), b"\0", value],
+            ),
         }
     }
 
@@ -219,7 +227,9 @@ impl Throttle {
         Ok(())
     }
 
-    fn remembered(&self, keys: &[&Key]) -> Option<Duration> {
+    /// How long the longest-delayed of `keys` is still delayed, as far as
+    /// this process has seen (no database query).
+    pub fn remembered(&self, keys: &[&Key]) -> Option<Duration> {
         let delayed = self.inner.delayed.lock().ok()?;
         let now = Instant::now();
         keys.iter()
@@ -273,7 +283,11 @@ mod tests {
         assert_eq!(a.kind(), Kind::Address);
         assert_ne!(a.hash(), t.address_key("10.0.0.2".parse().unwrap()).hash());
         // The clear text appears nowhere in a key.
-        assert!(!t.username_key("admin").hash().windows(5).any(|w| w == b"admin"));
+        assert!(!t
+            .username_key("admin")
+            .hash()
+            .windows(5)
+            .any(|w| w == b"admin"));
     }
 
     #[tokio::test]

@@ -100,7 +100,8 @@ const RULES: [(&str, &str, fn(&Retention) -> Duration); 8] = [
         "sign_in_throttle",
         "DELETE FROM sign_in_throttle WHERE ctid = ANY (ARRAY(
            SELECT ctid FROM sign_in_throttle
-           WHERE forgotten_at < now() - make_interval(secs => $1) AND blocked_until < now()
+           WHERE forgotten_at < now() - make_interval(secs => $1)
+             AND (blocked_until IS NULL OR blocked_until < now())
            LIMIT $2))",
         |_| Duration::ZERO,
     ),

@@ -89,9 +89,13 @@ pub struct TokenRequest {
 pub enum OAuthError {
     Standard(StatusCode, BasicErrorResponseType, String),
     /// A username or address is delayed.
-    Throttled { retry_after: Duration },
+    Throttled {
+        retry_after: Duration,
+    },
     /// No verification turn came free in time.
-    Saturated { retry_after: Duration },
+    Saturated {
+        retry_after: Duration,
+    },
     Server(ApiError),
 }
 
@@ -151,18 +155,18 @@ impl IntoResponse for OAuthError {
     fn into_response(self) -> Response {
         let (status, body, retry) = match self {
             OAuthError::Server(e) => return e.into_response(),
-            OAuthError::Standard(status, kind, description) => {
-                (status, StandardErrorResponse::new(kind, Some(description), None), None)
-            }
+            OAuthError::Standard(status, kind, description) => (
+                status,
+                StandardErrorResponse::new(kind, Some(description), None),
+                None,
+            ),
             OAuthError::Throttled { retry_after } => {
                 let secs = whole_seconds(retry_after);
                 (
                     StatusCode::TOO_MANY_REQUESTS,
                     StandardErrorResponse::new(
                         BasicErrorResponseType::Extension("slow_down".into()),
-                        Some(format!(
-                            "Too many failed sign-ins; retry in {secs} seconds."
-                        )),
+                        Some(format!("Too many failed sign-ins; retry after {secs} s.")),
                         None,
                     ),
                     Some(secs),
@@ -174,9 +178,7 @@ impl IntoResponse for OAuthError {
                     StatusCode::SERVICE_UNAVAILABLE,
                     StandardErrorResponse::new(
                         BasicErrorResponseType::Extension("temporarily_unavailable".into()),
-                        Some(format!(
-                            "The token endpoint is busy; retry in {secs} seconds."
-                        )),
+                        Some(format!("The token endpoint is busy; retry after {secs} s.")),
                         None,
                     ),
                     Some(secs),
@@ -229,6 +231,16 @@ impl Keys {
 /// 429 while any of `keys` is delayed.
 async fn not_delayed(state: &AppState, keys: &Keys) -> Result<(), OAuthError> {
     match state.throttle.delayed(&keys.all()).await? {
+        Some(retry_after) => Err(OAuthError::Throttled { retry_after }),
+        None => Ok(()),
+    }
+}
+
+/// 429 if this process has seen any of `keys` delayed (memory only: used
+/// before admission, and under a verification turn, which is never held
+/// across a database query that a flood may make wait).
+fn not_delayed_meanwhile(state: &AppState, keys: &Keys) -> Result<(), OAuthError> {
+    match state.throttle.remembered(&keys.all()) {
         Some(retry_after) => Err(OAuthError::Throttled { retry_after }),
         None => Ok(()),
     }
@@ -343,7 +355,10 @@ pub async fn token(
             .and(username)
             .map(|u| state.throttle.username_key(u)),
     };
-    // A delayed address or username costs no hashing.
+    // A delayed address or username costs no hashing; one this process
+    // knows of not even a database query.
+    not_delayed_meanwhile(&state, &keys)?;
+    let _admitted = state.hashing.admit()?;
     not_delayed(&state, &keys).await?;
     let client = authenticate_client(&state, &keys, &client_id, &client_secret).await?;
     let requested = match param("scope") {
@@ -412,8 +427,7 @@ async fn authenticate_client(
     .fetch_optional(&state.pool)
     .await?;
     let turn = state.hashing.turn().await?;
-    // Delays may have begun while this request waited for its turn.
-    not_delayed(state, keys).await?;
+    not_delayed_meanwhile(state, keys)?;
     let (client, hash) = match row {
         Some((id, hash, scopes)) => (
             Some(VerifiedClient {
@@ -455,7 +469,7 @@ async fn password_grant(
     .fetch_optional(&state.pool)
     .await?;
     let turn = state.hashing.turn().await?;
-    not_delayed(state, keys).await?;
+    not_delayed_meanwhile(state, keys)?;
     let (user, hash) = match user {
         Some((id, hash, retired)) => (Some((id, retired)), hash),
         None => (None, None),

@@ -46,7 +46,9 @@ async fn slow_connections_are_closed_and_do_not_starve_normal_requests() {
                 // Headers a byte at a time, never finished (slowloris).
                 let (read, mut write) = stream.into_split();
                 let trickle = async move {
-                    let head = b"GET /v1/roles HTTP/1.1\r\nHost: x\r\nX-Slow: ".iter().chain(b"a".iter().cycle());
+                    let head = b"GET /v1/roles HTTP/1.1\r\nHost: x\r\nX-Slow: "
+                        .iter()
+                        .chain(b"a".iter().cycle());
                     let mut tick = tokio::time::interval(Duration::from_millis(300));
                     for byte in head {
                         tick.tick().await;
@@ -76,7 +78,15 @@ async fn slow_connections_are_closed_and_do_not_starve_normal_requests() {
     // Meanwhile, another client's requests are answered.
     let mut answered = 0;
     for _ in 0..20 {
-        assert_eq!(app.http.get(app.url("/healthz")).send().await.unwrap().status(), 200);
+        assert_eq!(
+            app.http
+                .get(app.url("/healthz"))
+                .send()
+                .await
+                .unwrap()
+                .status(),
+            200
+        );
         assert_eq!(app.get("/v1/roles", &token).await.status(), 200);
         answered += 2;
     }
@@ -89,7 +99,11 @@ async fn slow_connections_are_closed_and_do_not_starve_normal_requests() {
         }
     })
     .await;
-    assert!(all_closed.is_ok(), "still open: {}", 1000 - closed.load(Ordering::SeqCst));
+    assert!(
+        all_closed.is_ok(),
+        "still open: {}",
+        1000 - closed.load(Ordering::SeqCst)
+    );
     assert_eq!(closed.load(Ordering::SeqCst), 1000);
 }
 

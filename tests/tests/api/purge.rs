@@ -97,9 +97,10 @@ async fn seed_rows(app: &TestApp) {
         app,
         "INSERT INTO sign_in_throttle
            (key, kind, failures, level, updated_at, blocked_until, forgotten_at) VALUES
-           ('\\x01', 'username', 3, 3, now() - interval '2 hours', now() - interval '2 hours', now() - interval '1 hour'),
-           ('\\x02', 'address', 3, 3, now(), now(), now() + interval '36 seconds'),
-           ('\\x03', 'address', 9, 9, now() - interval '2 hours', now() + interval '1 minute', now() - interval '1 minute')",
+           ('\\x01', 'username', 3, 3, now() - interval '2 hours', NULL, now() - interval '1 hour'),
+           ('\\x02', 'address', 3, 3, now(), NULL, now() + interval '36 seconds'),
+           ('\\x03', 'address', 9, 9, now() - interval '2 hours', now() + interval '1 minute', now() - interval '1 minute'),
+           ('\\x04', 'address', 9, 9, now() - interval '2 hours', now() - interval '90 minutes', now() - interval '1 hour')",
     )
     .await;
     // Done long ago, a claim abandoned long ago (both go); done now, a live claim (stay).
@@ -170,7 +171,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
             ("refresh_tokens", 1),
             ("oauth_grants", 1),
             ("password_set_tokens", 1),
-            ("sign_in_throttle", 1),
+            ("sign_in_throttle", 2),
             ("processed_jobs", 2),
             ("job_outbox", 1),
         ])
@@ -217,12 +218,12 @@ async fn one_worker_purges_at_a_time() {
         None,
         "another worker is purging"
     );
-    assert_eq!(count(&app, "sign_in_throttle").await, 3, "nothing purged");
+    assert_eq!(count(&app, "sign_in_throttle").await, 4, "nothing purged");
     sqlx::query("SELECT pg_advisory_unlock($1)")
         .bind(LOCK_KEY)
         .execute(&mut *holder)
         .await
         .unwrap();
     let purged = purge_if_first(app.pool(), &retention()).await.unwrap();
-    assert_eq!(purged.map(|p| p["sign_in_throttle"]), Some(1));
+    assert_eq!(purged.map(|p| p["sign_in_throttle"]), Some(2));
 }
