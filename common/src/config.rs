@@ -383,6 +383,26 @@ mod tests {
     }
 
     #[test]
+    fn trusted_proxies_are_addresses_or_networks() {
+        let name = "I9_TEST_TRUSTED_PROXIES_PARSE";
+        std::env::set_var(name, " 10.0.0.0/8, 192.0.2.7 ,::1,");
+        let nets = parse_proxies(name).unwrap();
+        assert_eq!(
+            nets,
+            vec![
+                "10.0.0.0/8".parse::<ipnet::IpNet>().unwrap(),
+                "192.0.2.7/32".parse().unwrap(),
+                "::1/128".parse().unwrap(),
+            ]
+        );
+        std::env::set_var(name, "10.0.0.0/8, proxy.local");
+        let e = parse_proxies(name).unwrap_err().to_string();
+        assert!(e.contains("proxy.local"), "{e}");
+        std::env::remove_var(name);
+        assert!(parse_proxies(name).unwrap().is_empty());
+    }
+
+    #[test]
     fn dev_keys_have_the_right_sizes() {
         let c = Config::dev_defaults();
         assert_eq!(c.data_key.len(), 32);

@@ -215,6 +215,8 @@ fn form_decode(s: &str) -> Option<String> {
 
 /// The throttle keys of one token request.
 struct Keys {
+    /// The client's address, for the log.
+    client: std::net::IpAddr,
     address: Key,
     /// The password grant's username.
     username: Option<Key>,
@@ -246,17 +248,19 @@ fn not_delayed_meanwhile(state: &AppState, keys: &Keys) -> Result<(), OAuthError
     }
 }
 
-/// Count a failure against each key; a key that becomes delayed is logged
-/// (an address by itself, for operators; a username never: it may be a
-/// password typed into the wrong field).
-async fn count_failure(state: &AppState, keys: &[&Key]) -> Result<(), OAuthError> {
-    for key in keys {
+/// Count a failure against the address, and the username if `username`; a
+/// key that becomes delayed is logged (an address by itself, for operators;
+/// a username never: it may be a password typed into the wrong field).
+async fn count_failure(state: &AppState, keys: &Keys, username: bool) -> Result<(), OAuthError> {
+    let counted = std::iter::once(&keys.address).chain(keys.username.as_ref().filter(|_| username));
+    for key in counted {
         let failure = state.throttle.fail(key).await?;
         if failure.delay.is_zero() {
             continue;
         }
         match key.kind() {
             Kind::Address => tracing::warn!(
+                address = %keys.client,
                 level = failure.level,
                 delay_secs = failure.delay.as_secs_f64(),
                 "sign-ins from this address delayed after repeated failures"
@@ -350,6 +354,7 @@ pub async fn token(
         None
     };
     let keys = Keys {
+        client: address,
         address: state.throttle.address_key(address),
         username: password
             .and(username)
@@ -448,7 +453,7 @@ async fn authenticate_client(
             Ok(client)
         }
         _ => {
-            count_failure(state, &[&keys.address]).await?;
+            count_failure(state, keys, false).await?;
             Err(invalid_client())
         }
     }
@@ -500,7 +505,7 @@ async fn password_grant(
         }
         Some((_, true)) if verified => Err(invalid_grant("This account is retired.")),
         _ => {
-            count_failure(state, &keys.all()).await?;
+            count_failure(state, keys, true).await?;
             Err(invalid_grant("The username or password is wrong."))
         }
     }
