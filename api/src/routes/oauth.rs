@@ -283,7 +283,7 @@ async fn count_failure(state: &AppState, keys: &Keys, username: bool) -> Result<
         (status = 400, description = "invalid_request, invalid_grant, unsupported_grant_type or invalid_scope", body = OAuthErrorBody),
         (status = 401, description = "invalid_client", body = OAuthErrorBody),
         (status = 429, description = "slow_down: too many failed sign-ins from this address or for this username; see Retry-After", body = OAuthErrorBody),
-        (status = 503, description = "temporarily_unavailable: every password verification turn is taken; see Retry-After", body = OAuthErrorBody),
+        (status = 503, description = "temporarily_unavailable: the endpoint is saturated (password checks); see Retry-After", body = OAuthErrorBody),
     )
 )]
 pub async fn token(

@@ -2,7 +2,8 @@
 //! atomically per username and per client address, growing delays answer
 //! 429 with Retry-After before any hashing, a sprayer is delayed by its
 //! address without touching other addresses, failed client authentication
-//! counts, and nothing identifying is stored in clear.
+//! counts, nothing identifying is stored in clear, and a remembered client
+//! secret is forgotten when its client changes.
 
 use std::time::Duration;
 
@@ -278,6 +279,31 @@ async fn failed_client_authentication_counts_against_the_address() {
     // The right client from another address is not affected.
     assert_eq!(
         sign_in(&app, Some("198.51.100.1"), PORTAL, ADMIN)
+            .await
+            .status(),
+        200
+    );
+}
+
+#[tokio::test]
+async fn a_remembered_client_secret_is_forgotten_when_the_client_changes() {
+    // A long cache life: only the change notification can clear it.
+    let app = spawn_app_with(|c| c.auth_cache_ttl = Duration::from_secs(3600)).await;
+    assert_eq!(sign_in(&app, None, PORTAL, ADMIN).await.status(), 200);
+    assert_eq!(sign_in(&app, None, PORTAL, ADMIN).await.status(), 200);
+    let new_hash = i9_common::crypto::hash_password("a-new-portal-secret");
+    sqlx::query("UPDATE oauth_clients SET secret_hash = $1 WHERE client_id = $2")
+        .bind(&new_hash)
+        .bind(PORTAL.0)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let deadline = Deadline::start();
+    while sign_in(&app, None, PORTAL, ADMIN).await.status() != 401 {
+        deadline.again("the old secret is refused").await;
+    }
+    assert_eq!(
+        sign_in(&app, None, (PORTAL.0, "a-new-portal-secret"), ADMIN)
             .await
             .status(),
         200
