@@ -3,14 +3,18 @@
 pub mod audit;
 pub mod auth;
 pub mod body;
+pub mod client_address;
 pub mod error;
 pub mod format;
+pub mod hashing;
 pub mod idempotency;
 pub mod list;
 pub mod middleware;
 pub mod page_security;
 pub mod routes;
+pub mod server;
 pub mod state;
+pub mod throttle;
 
 use std::{sync::Arc, time::Duration};
 
@@ -108,6 +112,7 @@ pub fn router(state: AppState) -> Router {
 pub struct Application {
     listener: TcpListener,
     router: Router,
+    limits: server::Limits,
 }
 
 impl Application {
@@ -121,8 +126,14 @@ impl Application {
     pub fn with_listener(listener: TcpListener, config: Config, pool: PgPool) -> Self {
         let auth_cache = auth::cache::AuthCache::new(config.auth_cache_ttl);
         auth_cache.spawn_invalidation(pool.clone());
+        let limits = server::Limits::from_config(&config);
         let state = AppState {
             auth_cache,
+            hashing: hashing::Hashing::new(
+                config.password_hash_concurrency,
+                config.password_hash_wait,
+            ),
+            throttle: throttle::Throttle::new(&config, pool.clone()),
             broker: Arc::new(routes::health::BrokerCheck::new(config.amqp_url.clone())),
             cipher: DataCipher::from_config(&config),
             pool,
@@ -132,6 +143,7 @@ impl Application {
         Self {
             listener,
             router: router(state),
+            limits,
         }
     }
 
@@ -143,8 +155,6 @@ impl Application {
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(shutdown)
-            .await
+        server::serve(self.listener, self.router, self.limits, shutdown).await
     }
 }

@@ -13,6 +13,10 @@ pub struct AppState {
     pub cipher: DataCipher,
     pub metrics: PrometheusHandle,
     pub auth_cache: crate::auth::cache::AuthCache,
+    /// The bound on password and client-secret verifications.
+    pub hashing: crate::hashing::Hashing,
+    /// Sign-in throttling per username and client address.
+    pub throttle: crate::throttle::Throttle,
     /// The RabbitMQ connection `/readyz` checks on.
     pub broker: Arc<crate::routes::health::BrokerCheck>,
 }

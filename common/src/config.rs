@@ -5,7 +5,7 @@
 
 use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 
 use crate::keys::{self, KeyRing, Keys};
 
@@ -29,8 +29,15 @@ Environment (shared by i9-api, i9-worker and i9-admin; see the README):
   BIND_ADDR, PUBLIC_BASE_URL                 the API's address and its links
   ALLOW_PRIVATE_CALLBACKS                    partner callbacks to private addresses
   ACCESS_TOKEN_TTL_SECS, REFRESH_TOKEN_TTL_SECS, AUTH_CACHE_TTL_SECS,
-  SIGN_IN_MAX_FAILURES, SIGN_IN_WINDOW_SECS,
   SECTION1_LINK_TTL_SECS, PASSWORD_LINK_TTL_SECS
+  SIGN_IN_USERNAME_FAILURES, SIGN_IN_USERNAME_FORGET_SECS (default 5, 60),
+  SIGN_IN_ADDRESS_FAILURES, SIGN_IN_ADDRESS_FORGET_SECS (default 20, 12)
+                                             sign-in throttling
+  TRUSTED_PROXIES                            proxies whose X-Forwarded-For is believed
+  PASSWORD_HASH_CONCURRENCY, PASSWORD_HASH_WAIT_SECS
+                                             password hashing (default cores, 2)
+  HTTP_HEADER_TIMEOUT_SECS, HTTP_MAX_CONNECTIONS
+                                             connections (default 30, 4096)
   PURGE_INTERVAL_SECS, RETENTION_IDEMPOTENCY_SECS, RETENTION_PROCESSED_JOBS_SECS,
   RETENTION_OUTBOX_SECS                      the worker's purge of expired rows
   RUST_LOG, LOG_FORMAT                       logging
@@ -64,9 +71,23 @@ pub struct Config {
     pub ssn_hash_keys: KeyRing<Vec<u8>>,
     pub access_token_ttl: Duration,
     pub refresh_token_ttl: Duration,
-    /// Failed sign-ins allowed per username within `sign_in_window` before 429.
-    pub sign_in_max_failures: i64,
-    pub sign_in_window: Duration,
+    /// Sign-in throttling (docs/api.md, "Throttling"): failures a username
+    /// or a client address may have before its delays start, and how often
+    /// one of its failures is forgotten.
+    pub sign_in_username: ThrottleLimit,
+    pub sign_in_address: ThrottleLimit,
+    /// Peers whose `X-Forwarded-For` names the client (none by default).
+    pub trusted_proxies: Vec<ipnet::IpNet>,
+    /// Password and client-secret verifications at once (argon2id, 19 MiB
+    /// each), and how long a request waits for its turn before 503.
+    pub password_hash_concurrency: usize,
+    pub password_hash_wait: Duration,
+    /// A connection must deliver a request head within this time of the
+    /// server waiting for one (a new connection, or a kept-alive one after
+    /// its last response), or it is closed.
+    pub http_header_timeout: Duration,
+    /// Connections served at once; more wait in the listen queue.
+    pub http_max_connections: usize,
     /// How long a Section 1 link works.
     pub section1_link_ttl: Duration,
     /// How long a set-password link works.
@@ -151,6 +172,55 @@ fn parse_secs(name: &str, default: u64) -> anyhow::Result<Duration> {
     }
 }
 
+/// The throttling of one kind of key (docs/api.md, "Throttling").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThrottleLimit {
+    /// Failures allowed before the delays start.
+    pub free_failures: u32,
+    /// One failure is forgotten every `forget` (the level leaks linearly).
+    pub forget: Duration,
+}
+
+fn parse_count(name: &str, default: u64) -> anyhow::Result<u64> {
+    match var(name) {
+        None => Ok(default),
+        Some(v) => v
+            .trim()
+            .parse::<u64>()
+            .with_context(|| format!("{name} must be a whole number, not {v:?}")),
+    }
+}
+
+fn parse_positive(name: &str, default: u64) -> anyhow::Result<u64> {
+    let n = parse_count(name, default)?;
+    if n == 0 {
+        bail!("{name} must be at least 1");
+    }
+    Ok(n)
+}
+
+fn parse_proxies(name: &str) -> anyhow::Result<Vec<ipnet::IpNet>> {
+    let Some(list) = var(name) else {
+        return Ok(Vec::new());
+    };
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<ipnet::IpNet>()
+                .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
+                .with_context(|| {
+                    format!("{name} must list IP addresses or networks (a.b.c.d/n), not {s:?}")
+                })
+        })
+        .collect()
+}
+
+/// The cores this process may use (the default hashing concurrency).
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
+}
+
 impl Config {
     pub fn from_env() -> anyhow::Result<Self> {
         let app_env = var("APP_ENV");
@@ -165,6 +235,16 @@ impl Config {
             .unwrap_or_else(|| format!("http://{bind_addr}"))
             .trim_end_matches('/')
             .to_owned();
+
+        for old in ["SIGN_IN_MAX_FAILURES", "SIGN_IN_WINDOW_SECS"] {
+            if var(old).is_some() {
+                bail!(
+                    "{old} is no longer read: sign-in throttling is set with \
+                     SIGN_IN_USERNAME_FAILURES, SIGN_IN_USERNAME_FORGET_SECS, \
+                     SIGN_IN_ADDRESS_FAILURES and SIGN_IN_ADDRESS_FORGET_SECS (see the README)"
+                );
+            }
+        }
 
         Ok(Self {
             production,
@@ -190,12 +270,27 @@ impl Config {
             ssn_hash_keys: keys.ssn_hash,
             access_token_ttl: parse_secs("ACCESS_TOKEN_TTL_SECS", 3600)?,
             refresh_token_ttl: parse_secs("REFRESH_TOKEN_TTL_SECS", 14 * 24 * 3600)?,
-            sign_in_max_failures: var("SIGN_IN_MAX_FAILURES")
-                .map(|v| v.parse())
-                .transpose()
-                .context("SIGN_IN_MAX_FAILURES must be a number")?
-                .unwrap_or(5),
-            sign_in_window: parse_secs("SIGN_IN_WINDOW_SECS", 900)?,
+            sign_in_username: ThrottleLimit {
+                free_failures: parse_count("SIGN_IN_USERNAME_FAILURES", 5)?
+                    .try_into()
+                    .context("SIGN_IN_USERNAME_FAILURES is too large")?,
+                forget: parse_secs("SIGN_IN_USERNAME_FORGET_SECS", 60)?,
+            },
+            sign_in_address: ThrottleLimit {
+                free_failures: parse_count("SIGN_IN_ADDRESS_FAILURES", 20)?
+                    .try_into()
+                    .context("SIGN_IN_ADDRESS_FAILURES is too large")?,
+                forget: parse_secs("SIGN_IN_ADDRESS_FORGET_SECS", 12)?,
+            },
+            trusted_proxies: parse_proxies("TRUSTED_PROXIES")?,
+            password_hash_concurrency: parse_positive("PASSWORD_HASH_CONCURRENCY", cores() as u64)?
+                .try_into()
+                .context("PASSWORD_HASH_CONCURRENCY is too large")?,
+            password_hash_wait: parse_secs("PASSWORD_HASH_WAIT_SECS", 2)?,
+            http_header_timeout: parse_secs("HTTP_HEADER_TIMEOUT_SECS", 30)?,
+            http_max_connections: parse_positive("HTTP_MAX_CONNECTIONS", 4096)?
+                .try_into()
+                .context("HTTP_MAX_CONNECTIONS is too large")?,
             section1_link_ttl: parse_secs("SECTION1_LINK_TTL_SECS", 14 * 24 * 3600)?,
             password_link_ttl: parse_secs("PASSWORD_LINK_TTL_SECS", 72 * 3600)?,
             auth_cache_ttl: match var("AUTH_CACHE_TTL_SECS").as_deref() {
@@ -239,8 +334,19 @@ impl Config {
             ssn_hash_keys: keys.ssn_hash,
             access_token_ttl: Duration::from_secs(3600),
             refresh_token_ttl: Duration::from_secs(14 * 24 * 3600),
-            sign_in_max_failures: 5,
-            sign_in_window: Duration::from_secs(900),
+            sign_in_username: ThrottleLimit {
+                free_failures: 5,
+                forget: Duration::from_secs(60),
+            },
+            sign_in_address: ThrottleLimit {
+                free_failures: 20,
+                forget: Duration::from_secs(12),
+            },
+            trusted_proxies: Vec::new(),
+            password_hash_concurrency: cores(),
+            password_hash_wait: Duration::from_secs(2),
+            http_header_timeout: Duration::from_secs(30),
+            http_max_connections: 4096,
             section1_link_ttl: Duration::from_secs(14 * 24 * 3600),
             password_link_ttl: Duration::from_secs(72 * 3600),
             auth_cache_ttl: Duration::from_secs(5),
@@ -267,5 +373,25 @@ mod tests {
         for w in ["", "2", "enable", "truthy"] {
             assert_eq!(bool_word(w), None, "{w}");
         }
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses_or_networks() {
+        let name = "I9_TEST_TRUSTED_PROXIES_PARSE";
+        std::env::set_var(name, " 10.0.0.0/8, 192.0.2.7 ,::1,");
+        let nets = parse_proxies(name).unwrap();
+        assert_eq!(
+            nets,
+            vec![
+                "10.0.0.0/8".parse::<ipnet::IpNet>().unwrap(),
+                "192.0.2.7/32".parse().unwrap(),
+                "::1/128".parse().unwrap(),
+            ]
+        );
+        std::env::set_var(name, "10.0.0.0/8, proxy.local");
+        let e = parse_proxies(name).unwrap_err().to_string();
+        assert!(e.contains("proxy.local"), "{e}");
+        std::env::remove_var(name);
+        assert!(parse_proxies(name).unwrap().is_empty());
     }
 }

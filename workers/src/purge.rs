@@ -10,7 +10,8 @@
 //! - `access_tokens`, `refresh_tokens` and `password_set_tokens` past their
 //!   expiry, and sign-ins (`oauth_grants`) with no token left, once their
 //!   refresh lifetime is over;
-//! - `sign_in_failures` older than the throttling window (they count only within it);
+//! - `sign_in_throttle` rows whose failures are all forgotten (`forgotten_at`)
+//!   and whose delay is over;
 //! - `processed_jobs` done (or claimed and abandoned) longer ago than their
 //!   retention (30 days: a copy of a job older than that would act again);
 //! - `job_outbox` rows published longer ago than their retention (7 days);
@@ -41,7 +42,6 @@ pub struct Retention {
     pub idempotency: Duration,
     pub processed_jobs: Duration,
     pub outbox: Duration,
-    pub sign_in_failures: Duration,
     pub refresh_tokens: Duration,
 }
 
@@ -52,7 +52,6 @@ impl Retention {
             idempotency: config.retention_idempotency.min(IDEMPOTENCY_WINDOW),
             processed_jobs: config.retention_processed_jobs,
             outbox: config.retention_outbox,
-            sign_in_failures: config.sign_in_window,
             refresh_tokens: config.refresh_token_ttl,
         }
     }
@@ -110,11 +109,13 @@ const RULES: [(&str, &str, fn(&Retention) -> Duration); 9] = [
         |_| Duration::ZERO,
     ),
     (
-        "sign_in_failures",
-        "DELETE FROM sign_in_failures WHERE ctid = ANY (ARRAY(
-           SELECT ctid FROM sign_in_failures
-           WHERE failed_at < now() - make_interval(secs => $1) LIMIT $2))",
-        |r| r.sign_in_failures,
+        "sign_in_throttle",
+        "DELETE FROM sign_in_throttle WHERE ctid = ANY (ARRAY(
+           SELECT ctid FROM sign_in_throttle
+           WHERE forgotten_at < now() - make_interval(secs => $1)
+             AND (blocked_until IS NULL OR blocked_until < now())
+           LIMIT $2))",
+        |_| Duration::ZERO,
     ),
     (
         "processed_jobs",

@@ -1,6 +1,8 @@
 //! A short-lived cache of validated access tokens, so a request does not pay
 //! a database round trip to authenticate (token introspection caching, as
-//! RFC 7662 section 4 discusses).
+//! RFC 7662 section 4 discusses), and of verified client secrets, so a valid
+//! client does not pay an argon2id verification at every token request
+//! (keyed by a SHA-256 of client id and secret; never the secret itself).
 //!
 //! Revocation stays prompt: a trigger (`notify_auth_change`) sends
 //! `NOTIFY i9_auth` whenever a sign-in is revoked, a user retired or changed,
@@ -41,6 +43,13 @@ struct Entry {
     stored: Instant,
 }
 
+/// A client whose secret was verified at the token endpoint.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VerifiedClient {
+    pub id: i64,
+    pub scopes: i9_common::domain::Scopes,
+}
+
 #[derive(Clone)]
 pub struct AuthCache {
     inner: Arc<Inner>,
@@ -48,6 +57,7 @@ pub struct AuthCache {
 
 struct Inner {
     entries: Mutex<HashMap<Vec<u8>, Entry>>,
+    clients: Mutex<HashMap<[u8; 32], (VerifiedClient, Instant)>>,
     /// Bumped by every clear, so a lookup that raced a revocation is not stored.
     generation: AtomicU64,
     ttl: Duration,
@@ -59,6 +69,7 @@ impl AuthCache {
         Self {
             inner: Arc::new(Inner {
                 entries: Mutex::new(HashMap::new()),
+                clients: Mutex::new(HashMap::new()),
                 generation: AtomicU64::new(0),
                 ttl,
             }),
@@ -102,10 +113,43 @@ impl AuthCache {
         }
     }
 
+    /// A client verified with this `key` (SHA-256 of client id and secret)
+    /// within the time-to-live.
+    pub fn client(&self, key: &[u8; 32]) -> Option<VerifiedClient> {
+        if self.inner.ttl.is_zero() {
+            return None;
+        }
+        let clients = self.inner.clients.lock().ok()?;
+        let (client, stored) = clients.get(key)?;
+        (stored.elapsed() < self.inner.ttl).then_some(*client)
+    }
+
+    /// Store a verification made when the cache was at `generation`, unless
+    /// it has been cleared since (a client changed meanwhile).
+    pub fn put_client(&self, key: [u8; 32], client: VerifiedClient, generation: u64) {
+        if self.inner.ttl.is_zero() {
+            return;
+        }
+        if let (Ok(_entries), Ok(mut clients)) =
+            (self.inner.entries.lock(), self.inner.clients.lock())
+        {
+            if self.generation() != generation {
+                return;
+            }
+            if clients.len() >= MAX_ENTRIES {
+                clients.clear();
+            }
+            clients.insert(key, (client, Instant::now()));
+        }
+    }
+
     pub fn clear(&self) {
         if let Ok(mut entries) = self.inner.entries.lock() {
             self.inner.generation.fetch_add(1, Ordering::SeqCst);
             entries.clear();
+            if let Ok(mut clients) = self.inner.clients.lock() {
+                clients.clear();
+            }
         }
     }
 
@@ -180,6 +224,30 @@ mod tests {
         c.clear(); // a revocation while the lookup was in flight
         c.put(vec![1], cached(chrono::Duration::hours(1)), g);
         assert!(c.get(&[1]).is_none());
+    }
+
+    #[test]
+    fn verified_clients_are_served_until_cleared_and_not_after_a_raced_clear() {
+        let c = AuthCache::new(Duration::from_secs(60));
+        let client = VerifiedClient {
+            id: 7,
+            scopes: i9_common::domain::Scopes {
+                read: true,
+                write: true,
+            },
+        };
+        c.put_client([1; 32], client, c.generation());
+        assert_eq!(c.client(&[1; 32]), Some(client));
+        assert_eq!(c.client(&[2; 32]), None);
+        c.clear();
+        assert_eq!(c.client(&[1; 32]), None);
+        let g = c.generation();
+        c.clear();
+        c.put_client([1; 32], client, g);
+        assert_eq!(c.client(&[1; 32]), None);
+        let off = AuthCache::new(Duration::ZERO);
+        off.put_client([1; 32], client, off.generation());
+        assert_eq!(off.client(&[1; 32]), None);
     }
 
     #[test]

@@ -5,7 +5,13 @@
 //! - Tokens are opaque and stored only as SHA-256 hashes.
 //! - A refresh returns a new refresh token; presenting a used one revokes the
 //!   whole sign-in (every token descended from the same grant).
-//! - Repeated failed sign-ins for one username answer 429 with Retry-After.
+//! - Failed sign-ins are throttled per username and per client address with
+//!   growing delays (`crate::throttle`): a delayed one answers 429 with
+//!   Retry-After before any hashing. Failed client authentication counts
+//!   against the address.
+//! - Verifications run under a bound (`crate::hashing`): when every turn
+//!   stays taken, 503 with Retry-After. A verified client secret is
+//!   remembered for a few seconds (`crate::auth::cache`).
 //! - Errors use the RFC 6749 section 5.2 body.
 
 use std::collections::HashMap;
@@ -20,15 +26,24 @@ use axum::{
 use base64::{engine::general_purpose::STANDARD, Engine as _};
 use chrono::Utc;
 use i9_common::{
-    crypto::{new_token, token_hash, verify_password, verify_password_dummy},
+    crypto::{new_token, token_hash},
     domain::Scopes,
 };
 use oauth2::{basic::BasicErrorResponseType, StandardErrorResponse};
 use serde::Serialize;
+use sha2::{Digest, Sha256};
+use std::time::Duration;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::{error::ApiError, state::AppState};
+use crate::{
+    auth::cache::VerifiedClient,
+    client_address::ClientAddress,
+    error::ApiError,
+    hashing::Saturated,
+    state::AppState,
+    throttle::{Key, Kind},
+};
 
 /// A successful token response.
 #[derive(Debug, Serialize, ToSchema)]
@@ -46,7 +61,8 @@ pub struct TokenResponse {
 /// An RFC 6749 error body.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct OAuthErrorBody {
-    /// invalid_request, invalid_client, invalid_grant, unsupported_grant_type, invalid_scope or slow_down.
+    /// invalid_request, invalid_client, invalid_grant, unsupported_grant_type, invalid_scope,
+    /// slow_down (429) or temporarily_unavailable (503).
     pub error: String,
     pub error_description: Option<String>,
 }
@@ -59,7 +75,8 @@ pub struct TokenRequest {
     grant_type: String,
     client_id: String,
     client_secret: String,
-    username: String,
+    /// Password grant; optional on refresh, where it must match when sent.
+    username: Option<String>,
     /// Password grant only.
     password: Option<String>,
     /// Refresh grant only.
@@ -71,8 +88,23 @@ pub struct TokenRequest {
 #[derive(Debug)]
 pub enum OAuthError {
     Standard(StatusCode, BasicErrorResponseType, String),
-    Throttled { retry_after: i64 },
+    /// A username or address is delayed.
+    Throttled {
+        retry_after: Duration,
+    },
+    /// No verification turn came free in time.
+    Saturated {
+        retry_after: Duration,
+    },
     Server(ApiError),
+}
+
+impl From<Saturated> for OAuthError {
+    fn from(s: Saturated) -> Self {
+        OAuthError::Saturated {
+            retry_after: s.retry_after,
+        }
+    }
 }
 
 impl From<sqlx::Error> for OAuthError {
@@ -123,18 +155,35 @@ impl IntoResponse for OAuthError {
     fn into_response(self) -> Response {
         let (status, body, retry) = match self {
             OAuthError::Server(e) => return e.into_response(),
-            OAuthError::Standard(status, kind, description) => {
-                (status, StandardErrorResponse::new(kind, Some(description), None), None)
-            }
-            OAuthError::Throttled { retry_after } => (
-                StatusCode::TOO_MANY_REQUESTS,
-                StandardErrorResponse::new(
-                    BasicErrorResponseType::Extension("slow_down".into()),
-                    Some(format!("Too many failed sign-ins for this username; retry in {retry_after} seconds.")),
-                    None,
-                ),
-                Some(retry_after),
+            OAuthError::Standard(status, kind, description) => (
+                status,
+                StandardErrorResponse::new(kind, Some(description), None),
+                None,
             ),
+            OAuthError::Throttled { retry_after } => {
+                let secs = whole_seconds(retry_after);
+                (
+                    StatusCode::TOO_MANY_REQUESTS,
+                    StandardErrorResponse::new(
+                        BasicErrorResponseType::Extension("slow_down".into()),
+                        Some(format!("Too many failed sign-ins; retry after {secs} s.")),
+                        None,
+                    ),
+                    Some(secs),
+                )
+            }
+            OAuthError::Saturated { retry_after } => {
+                let secs = whole_seconds(retry_after);
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    StandardErrorResponse::new(
+                        BasicErrorResponseType::Extension("temporarily_unavailable".into()),
+                        Some(format!("The token endpoint is busy; retry after {secs} s.")),
+                        None,
+                    ),
+                    Some(secs),
+                )
+            }
         };
         let mut response = (status, Json(body)).into_response();
         no_store(&mut response);
@@ -153,15 +202,77 @@ impl IntoResponse for OAuthError {
     }
 }
 
+/// `Retry-After` is in whole seconds: round up, at least 1.
+fn whole_seconds(d: Duration) -> u64 {
+    (d.as_secs() + u64::from(d.subsec_nanos() > 0)).max(1)
+}
+
 /// Basic credentials are form-urlencoded before base64 (RFC 6749 section 2.3.1).
 fn form_decode(s: &str) -> Option<String> {
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(&format!("v={s}")).ok()?;
     pairs.into_iter().next().map(|(_, v)| v)
 }
 
-struct Client {
-    id: i64,
-    scopes: Scopes,
+/// The throttle keys of one token request.
+struct Keys {
+    /// The client's address, for the log.
+    client: std::net::IpAddr,
+    address: Key,
+    /// The password grant's username.
+    username: Option<Key>,
+}
+
+impl Keys {
+    fn all(&self) -> Vec<&Key> {
+        std::iter::once(&self.address)
+            .chain(self.username.as_ref())
+            .collect()
+    }
+}
+
+/// 429 while any of `keys` is delayed.
+async fn not_delayed(state: &AppState, keys: &Keys) -> Result<(), OAuthError> {
+    match state.throttle.delayed(&keys.all()).await? {
+        Some(retry_after) => Err(OAuthError::Throttled { retry_after }),
+        None => Ok(()),
+    }
+}
+
+/// 429 if this process has seen any of `keys` delayed (memory only: used
+/// before admission, and under a verification turn, which is never held
+/// across a database query that a flood may make wait).
+fn not_delayed_meanwhile(state: &AppState, keys: &Keys) -> Result<(), OAuthError> {
+    match state.throttle.remembered(&keys.all()) {
+        Some(retry_after) => Err(OAuthError::Throttled { retry_after }),
+        None => Ok(()),
+    }
+}
+
+/// Count a failure against the address, and the username if `username`; a
+/// key that becomes delayed is logged (an address by itself, for operators;
+/// a username never: it may be a password typed into the wrong field).
+async fn count_failure(state: &AppState, keys: &Keys, username: bool) -> Result<(), OAuthError> {
+    let counted = std::iter::once(&keys.address).chain(keys.username.as_ref().filter(|_| username));
+    for key in counted {
+        let failure = state.throttle.fail(key).await?;
+        if failure.delay.is_zero() {
+            continue;
+        }
+        match key.kind() {
+            Kind::Address => tracing::warn!(
+                address = %keys.client,
+                level = failure.level,
+                delay_secs = failure.delay.as_secs_f64(),
+                "sign-ins from this address delayed after repeated failures"
+            ),
+            Kind::Username => tracing::warn!(
+                level = failure.level,
+                delay_secs = failure.delay.as_secs_f64(),
+                "sign-ins of a username delayed after repeated failures"
+            ),
+        }
+    }
+    Ok(())
 }
 
 #[utoipa::path(
@@ -171,11 +282,13 @@ struct Client {
         (status = 200, description = "Tokens issued", body = TokenResponse),
         (status = 400, description = "invalid_request, invalid_grant, unsupported_grant_type or invalid_scope", body = OAuthErrorBody),
         (status = 401, description = "invalid_client", body = OAuthErrorBody),
-        (status = 429, description = "Too many failed sign-ins; see Retry-After", body = OAuthErrorBody),
+        (status = 429, description = "slow_down: too many failed sign-ins from this address or for this username; see Retry-After", body = OAuthErrorBody),
+        (status = 503, description = "temporarily_unavailable: the endpoint is saturated (password checks); see Retry-After", body = OAuthErrorBody),
     )
 )]
 pub async fn token(
     State(state): State<AppState>,
+    ClientAddress(address): ClientAddress,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, OAuthError> {
@@ -231,10 +344,28 @@ pub async fn token(
         (None, _, None) => return Err(invalid_request("client_id is required.")),
         (Some(_), None, None) => return Err(invalid_request("client_secret is required.")),
     };
-    let username = param("username")
-        .ok_or_else(|| invalid_request("username is required."))?
-        .to_owned();
-    let client = authenticate_client(&state, &client_id, &client_secret).await?;
+    let username = param("username");
+    let password = if grant_type == "password" {
+        if username.is_none() {
+            return Err(invalid_request("username is required."));
+        }
+        Some(param("password").ok_or_else(|| invalid_request("password is required."))?)
+    } else {
+        None
+    };
+    let keys = Keys {
+        client: address,
+        address: state.throttle.address_key(address),
+        username: password
+            .and(username)
+            .map(|u| state.throttle.username_key(u)),
+    };
+    // A delayed address or username costs no hashing; one this process
+    // knows of not even a database query.
+    not_delayed_meanwhile(&state, &keys)?;
+    let _admitted = state.hashing.admit()?;
+    not_delayed(&state, &keys).await?;
+    let client = authenticate_client(&state, &keys, &client_id, &client_secret).await?;
     let requested = match param("scope") {
         None => None,
         Some(s) => Some(
@@ -251,14 +382,13 @@ pub async fn token(
         }
     }
 
-    let issued = match grant_type {
-        "password" => {
-            let password =
-                param("password").ok_or_else(|| invalid_request("password is required."))?;
+    let issued = match (password, username) {
+        (Some(password), Some(username)) => {
             password_grant(
                 &state,
+                &keys,
                 &client,
-                &username,
+                username,
                 password,
                 requested.unwrap_or(client.scopes),
             )
@@ -267,7 +397,7 @@ pub async fn token(
         _ => {
             let refresh = param("refresh_token")
                 .ok_or_else(|| invalid_request("refresh_token is required."))?;
-            refresh_grant(&state, &client, &username, refresh, requested).await?
+            refresh_grant(&state, &client, username, refresh, requested).await?
         }
     };
     let mut response = Json(issued).into_response();
@@ -275,83 +405,89 @@ pub async fn token(
     Ok(response)
 }
 
+/// The cache key of a verified client secret: SHA-256 of both, length-prefixed.
+fn client_cache_key(client_id: &str, secret: &str) -> [u8; 32] {
+    let mut h = Sha256::new();
+    h.update((client_id.len() as u64).to_be_bytes());
+    h.update(client_id.as_bytes());
+    h.update(secret.as_bytes());
+    h.finalize().into()
+}
+
 async fn authenticate_client(
     state: &AppState,
+    keys: &Keys,
     client_id: &str,
     secret: &str,
-) -> Result<Client, OAuthError> {
+) -> Result<VerifiedClient, OAuthError> {
+    let cache_key = client_cache_key(client_id, secret);
+    if let Some(client) = state.auth_cache.client(&cache_key) {
+        return Ok(client);
+    }
+    let generation = state.auth_cache.generation();
     let row: Option<(i64, String, Vec<String>)> = sqlx::query_as(
         "SELECT id, secret_hash, scopes FROM oauth_clients WHERE client_id = $1 AND active",
     )
     .bind(client_id)
     .fetch_optional(&state.pool)
     .await?;
-    let secret = secret.to_owned();
-    let check = tokio::task::spawn_blocking(move || match row {
-        Some((id, hash, scopes)) if verify_password(&secret, &hash) => Some(Client {
-            id,
-            scopes: Scopes::from_list(&scopes).unwrap_or_default(),
-        }),
-        Some(_) => None,
-        None => {
-            verify_password_dummy(&secret);
-            None
+    let turn = state.hashing.turn().await?;
+    not_delayed_meanwhile(state, keys)?;
+    let (client, hash) = match row {
+        Some((id, hash, scopes)) => (
+            Some(VerifiedClient {
+                id,
+                scopes: Scopes::from_list(&scopes).unwrap_or_default(),
+            }),
+            Some(hash),
+        ),
+        None => (None, None),
+    };
+    let verified = turn
+        .verify(secret.to_owned(), hash)
+        .await
+        .map_err(|e| OAuthError::Server(ApiError::Internal(e.into())))?;
+    match client {
+        Some(client) if verified => {
+            state.auth_cache.put_client(cache_key, client, generation);
+            Ok(client)
         }
-    })
-    .await
-    .map_err(|e| OAuthError::Server(ApiError::Internal(e.into())))?;
-    check.ok_or_else(invalid_client)
+        _ => {
+            count_failure(state, keys, false).await?;
+            Err(invalid_client())
+        }
+    }
 }
 
 async fn password_grant(
     state: &AppState,
-    client: &Client,
+    keys: &Keys,
+    client: &VerifiedClient,
     username: &str,
     password: &str,
     scopes: Scopes,
 ) -> Result<TokenResponse, OAuthError> {
-    let window = state.config.sign_in_window.as_secs_f64();
-    let (failures, oldest): (i64, Option<f64>) = sqlx::query_as(
-        "SELECT count(*), extract(epoch FROM min(failed_at))::float8 FROM sign_in_failures
-         WHERE lower(username) = lower($1) AND failed_at > now() - make_interval(secs => $2)",
-    )
-    .bind(username)
-    .bind(window)
-    .fetch_one(&state.pool)
-    .await?;
-    if failures >= state.config.sign_in_max_failures {
-        let now = Utc::now().timestamp() as f64;
-        let retry_after = (oldest.unwrap_or(now) + window - now)
-            .ceil()
-            .clamp(1.0, window) as i64;
-        tracing::warn!("sign-in throttled after repeated failures");
-        return Err(OAuthError::Throttled { retry_after });
-    }
-
     let user: Option<(i64, Option<String>, bool)> = sqlx::query_as(
         "SELECT id, password_hash, retired FROM users WHERE lower(login) = lower($1)",
     )
     .bind(username)
     .fetch_optional(&state.pool)
     .await?;
-    let password = password.to_owned();
-    let verified = tokio::task::spawn_blocking(move || match user {
-        Some((id, Some(hash), retired)) => {
-            verify_password(&password, &hash).then_some((id, retired))
-        }
-        _ => {
-            verify_password_dummy(&password);
-            None
-        }
-    })
-    .await
-    .map_err(|e| OAuthError::Server(ApiError::Internal(e.into())))?;
-    match verified {
-        Some((user_id, false)) => {
-            sqlx::query("DELETE FROM sign_in_failures WHERE lower(username) = lower($1)")
-                .bind(username)
-                .execute(&state.pool)
-                .await?;
+    let turn = state.hashing.turn().await?;
+    not_delayed_meanwhile(state, keys)?;
+    let (user, hash) = match user {
+        Some((id, hash, retired)) => (Some((id, retired)), hash),
+        None => (None, None),
+    };
+    let verified = turn
+        .verify(password.to_owned(), hash)
+        .await
+        .map_err(|e| OAuthError::Server(ApiError::Internal(e.into())))?;
+    match user {
+        Some((user_id, false)) if verified => {
+            if let Some(key) = &keys.username {
+                state.throttle.clear(key).await?;
+            }
             let mut tx = state.pool.begin().await?;
             let grant = Uuid::new_v4();
             sqlx::query(
@@ -367,12 +503,9 @@ async fn password_grant(
             tx.commit().await?;
             Ok(issued)
         }
-        Some((_, true)) => Err(invalid_grant("This account is retired.")),
-        None => {
-            sqlx::query("INSERT INTO sign_in_failures (username) VALUES (lower($1))")
-                .bind(username)
-                .execute(&state.pool)
-                .await?;
+        Some((_, true)) if verified => Err(invalid_grant("This account is retired.")),
+        _ => {
+            count_failure(state, keys, true).await?;
             Err(invalid_grant("The username or password is wrong."))
         }
     }
@@ -380,8 +513,8 @@ async fn password_grant(
 
 async fn refresh_grant(
     state: &AppState,
-    client: &Client,
-    username: &str,
+    client: &VerifiedClient,
+    username: Option<&str>,
     refresh_token: &str,
     requested: Option<Scopes>,
 ) -> Result<TokenResponse, OAuthError> {
@@ -399,7 +532,9 @@ async fn refresh_grant(
     let Some((grant, scopes, used, expired, client_db_id, revoked, retired, login)) = row else {
         return Err(invalid_grant("The refresh token is not valid."));
     };
-    if client_db_id != client.id || !login.eq_ignore_ascii_case(username) {
+    // A standard OAuth client sends no username on refresh; one that does
+    // must send the token's.
+    if client_db_id != client.id || username.is_some_and(|u| !login.eq_ignore_ascii_case(u)) {
         return Err(invalid_grant(
             "The refresh token was not issued to this client and username.",
         ));

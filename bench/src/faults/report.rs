@@ -352,7 +352,7 @@ pub fn markdown(r: &Results) -> String {
          `CALLBACK_RETRY_CAP_SECS=20` (used only if the worker reads them); the soak adds \
          `PURGE_INTERVAL_SECS=30`, `RETENTION_IDEMPOTENCY_SECS=120`, \
          `RETENTION_PROCESSED_JOBS_SECS=120`, `RETENTION_OUTBOX_SECS=120`, \
-         `ACCESS_TOKEN_TTL_SECS=60`, `REFRESH_TOKEN_TTL_SECS=120`, `SIGN_IN_WINDOW_SECS=60`, \
+         `ACCESS_TOKEN_TTL_SECS=60`, `REFRESH_TOKEN_TTL_SECS=120`, \
          `PASSWORD_LINK_TTL_SECS=120`."
     );
     let _ = writeln!(

@@ -100,10 +100,16 @@ async fn seed_rows(app: &TestApp) {
          WHERE client_id = 'greenhouse-ats'",
     )
     .await;
+    // Throttle rows: every failure forgotten and no delay (goes); failures
+    // not yet forgotten, or a delay still running (stay).
     exec(
         app,
-        "INSERT INTO sign_in_failures (username, failed_at) VALUES
-           ('someone', now() - interval '2 days'), ('someone', now())",
+        "INSERT INTO sign_in_throttle
+           (key, kind, failures, level, updated_at, blocked_until, forgotten_at) VALUES
+           ('\\x01', 'username', 3, 3, now() - interval '2 hours', NULL, now() - interval '1 hour'),
+           ('\\x02', 'address', 3, 3, now(), NULL, now() + interval '36 seconds'),
+           ('\\x03', 'address', 9, 9, now() - interval '2 hours', now() + interval '1 minute', now() - interval '1 minute'),
+           ('\\x04', 'address', 9, 9, now() - interval '2 hours', now() - interval '90 minutes', now() - interval '1 hour')",
     )
     .await;
     // Done long ago, a claim abandoned long ago (both go); done now, a live claim (stay).
@@ -141,7 +147,6 @@ fn retention() -> Retention {
         idempotency: Duration::from_secs(24 * 3600),
         processed_jobs: Duration::from_secs(30 * 24 * 3600),
         outbox: Duration::from_secs(7 * 24 * 3600),
-        sign_in_failures: Duration::from_secs(24 * 3600),
         refresh_tokens: Duration::from_secs(14 * 24 * 3600),
     }
 }
@@ -157,7 +162,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
         "password_set_tokens",
         "previous_signing_secrets",
         "idempotency_keys",
-        "sign_in_failures",
+        "sign_in_throttle",
         "processed_jobs",
         "job_outbox",
     ] {
@@ -177,7 +182,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
             ("oauth_grants", 1),
             ("password_set_tokens", 1),
             ("previous_signing_secrets", 1),
-            ("sign_in_failures", 1),
+            ("sign_in_throttle", 2),
             ("processed_jobs", 2),
             ("job_outbox", 1),
         ])
@@ -189,7 +194,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
         ("oauth_grants", 2),
         ("password_set_tokens", 1),
         ("previous_signing_secrets", 1),
-        ("sign_in_failures", 1),
+        ("sign_in_throttle", 2),
         ("processed_jobs", 2),
         ("job_outbox", 2),
     ] {
@@ -225,12 +230,12 @@ async fn one_worker_purges_at_a_time() {
         None,
         "another worker is purging"
     );
-    assert_eq!(count(&app, "sign_in_failures").await, 2, "nothing purged");
+    assert_eq!(count(&app, "sign_in_throttle").await, 4, "nothing purged");
     sqlx::query("SELECT pg_advisory_unlock($1)")
         .bind(LOCK_KEY)
         .execute(&mut *holder)
         .await
         .unwrap();
     let purged = purge_if_first(app.pool(), &retention()).await.unwrap();
-    assert_eq!(purged.map(|p| p["sign_in_failures"]), Some(1));
+    assert_eq!(purged.map(|p| p["sign_in_throttle"]), Some(2));
 }

@@ -1,0 +1,316 @@
+//! Sign-in throttling per username and per client address, with growing
+//! delays rather than a lock-out (docs/api.md, "Throttling").
+//!
+//! Each key (a username, lower-cased, or a client address, an IPv6 one by
+//! its /64) has a *level*: its failures not yet forgotten. A failure adds one
+//! to it in a single upsert, so concurrent failures are all counted; one
+//! failure is forgotten every `forget` of its [`ThrottleLimit`]. Once the
+//! level passes the free failures, each failure delays the key: about 1 s
+//! after the first one beyond them, doubling with each further one, never
+//! more than twice `forget`. While a key is delayed the token endpoint
+//! answers 429 with `Retry-After` before any password hashing, whatever the
+//! password. Requests refused so are not counted, so the level grows by at
+//! most one per delay: over time a key gets about one try per `forget`, and
+//! nobody is held out for more than twice `forget` after the last failure.
+//!
+//! Keys are stored as HMAC-SHA256 of kind and value under a key derived
+//! from the data key: no username (a user may type a password into it) and
+//! no address is kept in clear. Delays this process has seen are remembered
+//! in memory too, so a flood from a delayed address costs no database query.
+
+use std::{
+    collections::HashMap,
+    net::IpAddr,
+    sync::{Arc, LazyLock, Mutex},
+    time::{Duration, Instant},
+};
+
+use hmac::{Hmac, Mac};
+use i9_common::{config::ThrottleLimit, Config};
+use sha2::Sha256;
+use sqlx::PgPool;
+
+/// What a throttle key counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Username,
+    Address,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Username => "username",
+            Kind::Address => "address",
+        }
+    }
+}
+
+/// A username's or an address's key in `sign_in_throttle`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key {
+    kind: Kind,
+    hash: [u8; 32],
+}
+
+impl Key {
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    pub fn hash(&self) -> &[u8; 32] {
+        &self.hash
+    }
+}
+
+/// What a failure did to its key.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Failure {
+    /// Failures counted since the key's row was made.
+    pub failures: i64,
+    /// Failures not yet forgotten.
+    pub level: f64,
+    /// How long the key is delayed now (zero: not delayed).
+    pub delay: Duration,
+}
+
+/// Remembered delays above this many are dropped (the database still has them).
+const MAX_REMEMBERED: usize = 100_000;
+
+#[derive(Clone)]
+pub struct Throttle {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    mac_key: [u8; 32],
+    username: ThrottleLimit,
+    address: ThrottleLimit,
+    pool: PgPool,
+    /// Keys delayed until, as this process last saw them.
+    delayed: Mutex<HashMap<[u8; 32], Instant>>,
+}
+
+/// The level after one more failure: the old level, less what was forgotten
+/// since it was last updated, plus one. `$3` is `forget` in seconds.
+const LEVEL: &str =
+    "(greatest(t.level - extract(epoch FROM now() - t.updated_at)::float8 / $3, 0) + 1)";
+
+/// Count one failure of `$1` (kind `$2`), atomically; `$4` is the free
+/// failures. Once the level L passes them the key is delayed by
+/// 2^(L - free - 1) s, at most 2 * forget; `blocked_until` stays NULL until
+/// a first delay (a "delay" of zero would race with concurrent readers).
+static FAIL: LazyLock<String> = LazyLock::new(|| {
+    let until = |level: &str| {
+        format!(
+            "CASE WHEN {level} > $4
+               THEN now() + make_interval(secs => least(power(2, {level} - $4 - 1), 2 * $3)) END"
+        )
+    };
+    format!(
+        "INSERT INTO sign_in_throttle AS t
+           (key, kind, failures, level, updated_at, blocked_until, forgotten_at)
+         VALUES ($1, $2, 1, 1, now(), {first}, now() + make_interval(secs => $3))
+         ON CONFLICT (key) DO UPDATE SET
+           failures = t.failures + 1,
+           level = {LEVEL},
+           updated_at = now(),
+           blocked_until = greatest(t.blocked_until, {next}),
+           forgotten_at = now() + make_interval(secs => {LEVEL} * $3)
+         RETURNING failures, level,
+           coalesce(greatest(extract(epoch FROM blocked_until - now())::float8, 0), 0)",
+        first = until("1::float8"),
+        next = until(LEVEL),
+    )
+});
+
+impl Throttle {
+    pub fn new(config: &Config, pool: PgPool) -> Self {
+        // A key of its own, so the stored hashes mean nothing without the data key.
+        let mac_key = hmac_sha256(
+            config.data_keys.current().1,
+            &[b"i9 sign-in throttle key v1"],
+        );
+        Self {
+            inner: Arc::new(Inner {
+                mac_key,
+                username: config.sign_in_username,
+                address: config.sign_in_address,
+                pool,
+                delayed: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    pub fn username_key(&self, username: &str) -> Key {
+        self.key(Kind::Username, username.to_lowercase().as_bytes())
+    }
+
+    /// IPv4 addresses count one by one; IPv6 ones by their /64, the block a
+    /// single subscriber is usually given.
+    pub fn address_key(&self, address: IpAddr) -> Key {
+        let canonical = match address.to_canonical() {
+            IpAddr::V4(v4) => v4.octets().to_vec(),
+            IpAddr::V6(v6) => v6.octets()[..8].to_vec(),
+        };
+        self.key(Kind::Address, &canonical)
+    }
+
+    fn key(&self, kind: Kind, value: &[u8]) -> Key {
+        Key {
+            kind,
+            hash: hmac_sha256(
+                &self.inner.mac_key,
+                &[kind.as_str().as_bytes(), b"\0", value],
+            ),
+        }
+    }
+
+    fn limit(&self, kind: Kind) -> ThrottleLimit {
+        match kind {
+            Kind::Username => self.inner.username,
+            Kind::Address => self.inner.address,
+        }
+    }
+
+    /// How long the longest-delayed of `keys` is still delayed, if any is.
+    pub async fn delayed(&self, keys: &[&Key]) -> Result<Option<Duration>, sqlx::Error> {
+        if let Some(wait) = self.remembered(keys) {
+            return Ok(Some(wait));
+        }
+        let hashes: Vec<&[u8]> = keys.iter().map(|k| k.hash.as_slice()).collect();
+        let rows: Vec<(Vec<u8>, f64)> = sqlx::query_as(
+            "SELECT key, extract(epoch FROM blocked_until - now())::float8 FROM sign_in_throttle
+             WHERE key = ANY($1) AND blocked_until > now()",
+        )
+        .bind(hashes)
+        .fetch_all(&self.inner.pool)
+        .await?;
+        let mut longest: Option<Duration> = None;
+        for (key, secs) in rows {
+            let wait = Duration::from_secs_f64(secs.max(0.0));
+            if let Ok(key) = <[u8; 32]>::try_from(key.as_slice()) {
+                self.remember(key, wait);
+            }
+            longest = longest.max(Some(wait));
+        }
+        Ok(longest.filter(|w| !w.is_zero()))
+    }
+
+    /// Count a failure of `key`.
+    pub async fn fail(&self, key: &Key) -> Result<Failure, sqlx::Error> {
+        let limit = self.limit(key.kind);
+        let (failures, level, delay): (i64, f64, f64) = sqlx::query_as(&FAIL)
+            .bind(key.hash.as_slice())
+            .bind(key.kind.as_str())
+            .bind(limit.forget.as_secs_f64())
+            .bind(f64::from(limit.free_failures))
+            .fetch_one(&self.inner.pool)
+            .await?;
+        let delay = Duration::from_secs_f64(delay.max(0.0));
+        if !delay.is_zero() {
+            self.remember(key.hash, delay);
+        }
+        Ok(Failure {
+            failures,
+            level,
+            delay,
+        })
+    }
+
+    /// Forget every failure of `key` (a username that signed in).
+    pub async fn clear(&self, key: &Key) -> Result<(), sqlx::Error> {
+        if let Ok(mut delayed) = self.inner.delayed.lock() {
+            delayed.remove(&key.hash);
+        }
+        sqlx::query("DELETE FROM sign_in_throttle WHERE key = $1")
+            .bind(key.hash.as_slice())
+            .execute(&self.inner.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// How long the longest-delayed of `keys` is still delayed, as far as
+    /// this process has seen (no database query).
+    pub fn remembered(&self, keys: &[&Key]) -> Option<Duration> {
+        let delayed = self.inner.delayed.lock().ok()?;
+        let now = Instant::now();
+        keys.iter()
+            .filter_map(|k| delayed.get(&k.hash))
+            .map(|until| until.saturating_duration_since(now))
+            .filter(|wait| !wait.is_zero())
+            .max()
+    }
+
+    fn remember(&self, key: [u8; 32], wait: Duration) {
+        if let Ok(mut delayed) = self.inner.delayed.lock() {
+            if delayed.len() >= MAX_REMEMBERED {
+                let now = Instant::now();
+                delayed.retain(|_, until| *until > now);
+                if delayed.len() >= MAX_REMEMBERED {
+                    delayed.clear();
+                }
+            }
+            delayed.insert(key, Instant::now() + wait);
+        }
+    }
+}
+
+fn hmac_sha256(key: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    #[allow(clippy::unwrap_used)] // HMAC accepts keys of any length
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).unwrap();
+    for part in parts {
+        mac.update(part);
+    }
+    mac.finalize().into_bytes().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn throttle() -> Throttle {
+        let config = Config::for_tests("postgres://postgres@127.0.0.1:1/none");
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .connect_lazy(&config.database_url)
+            .unwrap();
+        Throttle::new(&config, pool)
+    }
+
+    #[tokio::test]
+    async fn usernames_are_keyed_case_insensitively_and_apart_from_addresses() {
+        let t = throttle();
+        assert_eq!(t.username_key("Admin"), t.username_key("admin"));
+        assert_ne!(t.username_key("admin"), t.username_key("admin2"));
+        let a = t.address_key("10.0.0.1".parse().unwrap());
+        assert_eq!(a.kind(), Kind::Address);
+        assert_ne!(a.hash(), t.address_key("10.0.0.2".parse().unwrap()).hash());
+        // The clear text appears nowhere in a key.
+        assert!(!t
+            .username_key("admin")
+            .hash()
+            .windows(5)
+            .any(|w| w == b"admin"));
+    }
+
+    #[tokio::test]
+    async fn ipv6_addresses_count_by_their_64_and_mapped_ipv4_as_ipv4() {
+        let t = throttle();
+        let key = |s: &str| t.address_key(s.parse().unwrap());
+        assert_eq!(key("2001:db8:1:2::1"), key("2001:db8:1:2:ffff::9"));
+        assert_ne!(key("2001:db8:1:2::1"), key("2001:db8:1:3::1"));
+        assert_eq!(key("::ffff:192.0.2.7"), key("192.0.2.7"));
+    }
+
+    #[tokio::test]
+    async fn remembered_delays_expire() {
+        let t = throttle();
+        let k = t.username_key("someone");
+        assert_eq!(t.remembered(&[&k]), None);
+        t.remember(k.hash, Duration::from_secs(60));
+        let wait = t.remembered(&[&k]).unwrap();
+        assert!(wait > Duration::from_secs(50) && wait <= Duration::from_secs(60));
+        t.remember(k.hash, Duration::ZERO);
+        assert_eq!(t.remembered(&[&k]), None);
+    }
+}
