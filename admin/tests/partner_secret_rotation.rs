@@ -22,6 +22,8 @@ fn admin(db_url: &str, args: &[&str]) -> (bool, String, String) {
         .args(args)
         .env("DATABASE_URL", db_url)
         .env("APP_ENV", "development")
+        // The test's partner listens on http://127.0.0.1.
+        .env("ALLOW_PRIVATE_CALLBACKS", "true")
         .output()
         .unwrap();
     (
