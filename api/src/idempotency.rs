@@ -7,7 +7,7 @@
 //! the resource, the I-9 request whose Section 1 link the answer carried),
 //! never the response itself: a replay is rendered afresh, under the caller's
 //! rights at the time of the replay (docs/api.md, "Writing employees"). So no
-//! personal data or live link token is kept here (decisions.md section 10).
+//! personal data or live link token is kept here (SECURITY.md, "Where the data is").
 //! Records older than 24 hours are never replayed, and the worker purges them.
 
 use axum::{
@@ -15,7 +15,7 @@ use axum::{
     http::{header, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
 };
-use sha2::{Digest, Sha256};
+use i9_common::crypto::DataCipher;
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -84,17 +84,15 @@ fn json_response<T: serde::Serialize>(status: StatusCode, body: &T) -> Result<Re
 /// on the row lock until the first commits or rolls back.
 pub async fn claim(
     tx: &mut PgConnection,
+    cipher: &DataCipher,
     user_id: i64,
     key: &str,
     path: &str,
     body: &[u8],
 ) -> Result<Option<Replay>, ApiError> {
-    let hash = Sha256::new()
-        .chain_update(path.as_bytes())
-        .chain_update(b"\n")
-        .chain_update(body)
-        .finalize()
-        .to_vec();
+    // Keyed: the body may hold an SSN and a date of birth.
+    let request = [path.as_bytes(), b"\n", body].concat();
+    let hash = cipher.request_fingerprint(&request);
     sqlx::query(
         "DELETE FROM idempotency_keys WHERE user_id = $1 AND idempotency_key = $2 AND created_at < now() - interval '24 hours'",
     )
@@ -130,7 +128,7 @@ pub async fn claim(
     .bind(key)
     .fetch_one(&mut *tx)
     .await?;
-    if stored_hash != hash {
+    if !cipher.request_fingerprint_matches(&stored_hash, &request) {
         return Err(ApiError::Validation(vec![FieldError::new(
             "Idempotency-Key",
             "reused",

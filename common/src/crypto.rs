@@ -258,6 +258,36 @@ impl DataCipher {
         }
     }
 
+    /// A keyed fingerprint of a request's path and body, for `Idempotency-Key`
+    /// (docs/api.md, "Idempotency"): a body may hold an SSN and a date of
+    /// birth, which a plain hash would give away to anyone trying numbers.
+    /// Made with the current SSN hash key, kept apart from the SSN hashes by
+    /// its own label, and naming its key id as they do.
+    pub fn request_fingerprint(&self, message: &[u8]) -> Vec<u8> {
+        let (id, key) = self.hash.current();
+        fingerprint(id, key, message)
+    }
+
+    /// Whether `stored` is `message`'s fingerprint under the key it names
+    /// (false when the ring no longer has that key). A bare SHA-256, as
+    /// records made before fingerprints were keyed hold, matches too: such
+    /// records are gone 24 hours after the upgrade.
+    pub fn request_fingerprint_matches(&self, stored: &[u8], message: &[u8]) -> bool {
+        if stored.len() == MAC_LEN {
+            return Sha256::digest(message).as_slice() == stored;
+        }
+        match Self::hash_key_id_of(stored) {
+            Some(id) if stored.len() == PREFIX_LEN + MAC_LEN => {
+                self.hash.get(id).is_some_and(|key| {
+                    fingerprint_mac(key, message)
+                        .verify_slice(&stored[PREFIX_LEN..])
+                        .is_ok()
+                })
+            }
+            _ => false,
+        }
+    }
+
     /// A ciphertext of a fixed value under data key `id`; None if the ring lacks it.
     pub fn key_check_ciphertext(&self, id: KeyId) -> Option<Vec<u8>> {
         Some(seal(
@@ -321,6 +351,20 @@ fn mac_of(key: &[u8], message: &[u8]) -> Hmac<Sha256> {
 
 fn hmac(key: &[u8], message: &[u8]) -> Vec<u8> {
     mac_of(key, message).finalize().into_bytes().to_vec()
+}
+
+const FINGERPRINT_LABEL: &[u8] = b"i9 request fingerprint v1\n";
+
+fn fingerprint_mac(key: &[u8], message: &[u8]) -> Hmac<Sha256> {
+    let mut mac = mac_of(key, FINGERPRINT_LABEL);
+    mac.update(message);
+    mac
+}
+
+fn fingerprint(id: KeyId, key: &[u8], message: &[u8]) -> Vec<u8> {
+    let mut out = prefix(HASH_V2, id).to_vec();
+    out.extend_from_slice(&fingerprint_mac(key, message).finalize().into_bytes());
+    out
 }
 
 fn versioned_hash(id: KeyId, key: &[u8], ssn: &Ssn) -> Vec<u8> {
@@ -390,6 +434,42 @@ mod tests {
         assert!(!a.windows(11).any(|w| w == b"123-45-6789"));
         assert_eq!(c.decrypt_ssn(Purpose::EmployeeSsn, &a).unwrap(), ssn);
         assert_eq!(&a[..PREFIX_LEN], &[2, 0, 0, 0, 1], "version 2, key 1");
+    }
+
+    #[test]
+    fn request_fingerprints_are_keyed_and_follow_the_hash_ring() {
+        let body = br#"POST /v1/employees
+{"socialSecurityNumber":"123-45-6789"}"#;
+        let old = DataCipher::from_rings(&ring(&[(1, [7u8; 32])]), &ring(&[(1, vec![9u8; 32])]));
+        let stored = old.request_fingerprint(body);
+        assert_eq!(&stored[..PREFIX_LEN], &[2, 0, 0, 0, 1]);
+        assert_ne!(
+            &stored[PREFIX_LEN..],
+            Sha256::digest(body).as_slice(),
+            "keyed"
+        );
+        assert_ne!(
+            stored,
+            old.ssn_search_hash(&Ssn::parse("123-45-6789").unwrap()),
+            "not an SSN hash"
+        );
+        assert!(old.request_fingerprint_matches(&stored, body));
+        assert!(!old.request_fingerprint_matches(&stored, b"another body"));
+        // A new hash key current, the old one still in the ring: both match.
+        let both = DataCipher::from_rings(
+            &ring(&[(1, [7u8; 32])]),
+            &ring(&[(2, vec![3u8; 32]), (1, vec![9u8; 32])]),
+        );
+        assert!(both.request_fingerprint_matches(&stored, body));
+        let fresh = both.request_fingerprint(body);
+        assert_eq!(&fresh[..PREFIX_LEN], &[2, 0, 0, 0, 2]);
+        assert!(both.request_fingerprint_matches(&fresh, body));
+        // The old key gone: records made under it no longer match.
+        let new = DataCipher::from_rings(&ring(&[(1, [7u8; 32])]), &ring(&[(2, vec![3u8; 32])]));
+        assert!(!new.request_fingerprint_matches(&stored, body));
+        // Records made before fingerprints were keyed: a bare SHA-256.
+        assert!(new.request_fingerprint_matches(&Sha256::digest(body), body));
+        assert!(!new.request_fingerprint_matches(&[2, 0, 0], body));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! `POST /v1/partners/i9s/section1`: an applicant tracking system (a partner
-//! client) pushes a hire and starts the integrated I-9 (decisions.md section 9).
+//! client) pushes a hire and starts the integrated I-9 (docs/partners.md).
 //!
 //! The employee is matched by the partner's `integrationCandidateId`: none
 //! creates it; a terminated one is re-hired (a new period of employment); an
@@ -120,6 +120,7 @@ pub async fn section1(
     if let Some(key) = &key {
         if let Some(replay) = idempotency::claim(
             &mut tx,
+            &state.cipher,
             caller.user_id,
             key,
             "POST /v1/partners/i9s/section1",

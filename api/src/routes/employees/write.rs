@@ -119,8 +119,15 @@ pub async fn create(
         None
     };
     if let (Some(key), Some(conn)) = (&key, tx.as_mut()) {
-        if let Some(replay) =
-            idempotency::claim(conn, caller.user_id, key, "POST /v1/employees", &body).await?
+        if let Some(replay) = idempotency::claim(
+            conn,
+            &state.cipher,
+            caller.user_id,
+            key,
+            "POST /v1/employees",
+            &body,
+        )
+        .await?
         {
             drop(tx);
             return replay_create(&state, &caller, &visibility, replay).await;
