@@ -1,4 +1,4 @@
-//! Serde helpers for the response formats of decisions.md section 5.
+//! Serde helpers for the response formats of docs/api.md, "Dates and formats".
 
 use chrono::{DateTime, Utc};
 use serde::Serializer;

@@ -1,4 +1,4 @@
-//! Collections: the strict query string of decisions.md section 4 (known
+//! Collections: the strict query string of docs/api.md, "Lists" (known
 //! parameters only, typed filters, `page` and `page_size`), and the paging links.
 
 use chrono::NaiveDate;
@@ -221,7 +221,7 @@ impl ListQuery {
     }
 
     /// Whether the query filters by a social security number (which needs
-    /// permission 12 and is audited; decisions.md section 3).
+    /// permission 12 and is audited; docs/api.md, "Permissions and visibility").
     pub fn searches_ssn(&self) -> bool {
         self.filters
             .iter()

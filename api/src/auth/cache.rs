@@ -33,7 +33,7 @@ pub struct Cached {
     pub client_id: i64,
     pub scopes: i9_common::domain::Scopes,
     pub permissions: u32,
-    /// The client is a partner (decisions.md section 3).
+    /// The client is a partner (docs/api.md, "Permissions and visibility").
     pub partner: bool,
     pub token_expires: DateTime<Utc>,
 }

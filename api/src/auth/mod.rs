@@ -1,5 +1,5 @@
 //! Bearer authentication of resource requests (RFC 6750), scopes and role
-//! permissions, and what a caller reaches (decisions.md section 3): the group
+//! permissions, and what a caller reaches (docs/api.md, "Permissions and visibility"): the group
 //! visibility of employees and I-9s, and the confinement of partner clients.
 
 use axum::{
@@ -110,8 +110,8 @@ impl Caller {
     }
 }
 
-/// What a caller sees of the employees (and so of their I-9s), decisions.md
-/// section 3: those whose group is one of the user's groups or below one
+/// What a caller sees of the employees (and so of their I-9s), as
+/// docs/api.md, "Permissions and visibility" says: those whose group is one of the user's groups or below one
 /// (every group with permission 11); through a partner client, only those
 /// created through that client among them, whatever the role. The groups
 /// alone decide where the caller may place employees ([`Self::may_place_in`]).

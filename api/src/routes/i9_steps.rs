@@ -1,4 +1,4 @@
-//! The I-9 lifecycle after Section 1 (decisions.md section 8):
+//! The I-9 lifecycle after Section 1 (docs/api.md, "The I-9 lifecycle"):
 //! `POST /v1/i9s/{id}/section2`, `/complete`, `/park` (permission 4) and
 //! `/approve` (permission 5). Each answers 200 with the updated I-9; a step
 //! the current status does not allow is a 409. The status guard is part of

@@ -56,7 +56,7 @@ pub struct NamedRef {
     pub name: String,
 }
 
-/// Users ordered by `fullName`, then id (decisions.md section 4).
+/// Users ordered by `fullName`, then id (docs/api.md, "Lists").
 pub const ORDER: &str = " ORDER BY lower(u.last_name || ', ' || u.first_name), u.id";
 
 pub const GROUPS_OF_USER: &str = "COALESCE((

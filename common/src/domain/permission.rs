@@ -1,4 +1,4 @@
-//! Permissions of a role (decisions.md section 3) and OAuth scopes (section 2).
+//! Permissions of a role (docs/api.md, "Permissions and visibility") and OAuth scopes (section 2).
 
 use std::fmt;
 

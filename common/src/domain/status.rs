@@ -1,4 +1,4 @@
-//! I-9 statuses (decisions.md section 8).
+//! I-9 statuses (docs/api.md, "The I-9 lifecycle").
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum I9Status {

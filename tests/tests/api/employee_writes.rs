@@ -1,5 +1,5 @@
 //! POST and PATCH /v1/employees: every rule of the specification's table and
-//! decisions.md section 7, each error with its status and the fields it names.
+//! docs/api.md, "Writing employees", each error with its status and the fields it names.
 
 use i9_tests::{spawn_app, TestApp, ADMIN, WEST_HR};
 use serde_json::{json, Value};

@@ -223,7 +223,7 @@ fn req(fd: &Field, op: Operation) -> Req {
     }
 }
 
-/// Another accepted spelling (decisions.md section 7).
+/// Another accepted spelling (docs/api.md, "Writing employees").
 const ALIASES: &[(&str, &str)] = &[("createRemoteHireI9", "createRemotehireI9")];
 
 /// Every field name the write operations know, for the OpenAPI document and errors.
