@@ -10,6 +10,7 @@ pub mod list;
 pub mod middleware;
 pub mod routes;
 pub mod state;
+pub mod text;
 
 use std::{sync::Arc, time::Duration};
 
