@@ -4,6 +4,7 @@
 
 mod access;
 mod auth;
+mod bad_input;
 mod callbacks;
 mod dead_letters;
 mod employee_writes;
