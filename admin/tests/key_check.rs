@@ -128,6 +128,7 @@ fn admin(
         };
     }
     let out = cmd.output().unwrap();
+    i9_tests::logs::keep_stderr("i9-admin", &out.stderr);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
