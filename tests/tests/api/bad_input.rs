@@ -1462,8 +1462,9 @@ async fn generated_bad_input_never_gets_a_5xx() {
         .iter()
         .filter(|o| (400..500).contains(&o.status))
         .count();
+    // Mostly bad input, and enough good input to reach storage.
     assert!(
-        refused > 8_000 && accepted > 100,
+        refused > REQUESTS / 2 && accepted > 100,
         "{accepted} accepted, {refused} refused"
     );
 
