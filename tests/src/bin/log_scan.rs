@@ -53,6 +53,14 @@ fn main() -> ExitCode {
             f.masked
         );
     }
+    let mut by_kind: std::collections::BTreeMap<&str, usize> = Default::default();
+    for f in &report.findings {
+        for k in &f.kinds {
+            *by_kind.entry(k.name()).or_default() += 1;
+        }
+    }
+    let counts: Vec<String> = by_kind.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    eprintln!("log scan: found {}", counts.join(", "));
     eprintln!(
         "log scan: FAILED: {} log lines hold a secret{}",
         report.findings.len(),

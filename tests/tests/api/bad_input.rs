@@ -1294,6 +1294,13 @@ async fn send_raw(port: u16, request: Vec<u8>) -> Option<String> {
     })
 }
 
+/// Written to stderr itself, not captured by the test harness: the seed and
+/// the table appear in every run's output, passing or not.
+fn shown(text: &str) {
+    use std::io::Write as _;
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
 async fn world(app: &TestApp) -> World {
     let ids = |sql: &'static str| async move {
         sqlx::query_scalar::<_, i64>(sql)
@@ -1348,7 +1355,9 @@ async fn generated_bad_input_never_gets_a_5xx() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(rand::random);
-    println!("bad-input seed: {seed} (BAD_INPUT_SEED={seed} replays it)");
+    shown(&format!(
+        "bad-input seed: {seed} (BAD_INPUT_SEED={seed} replays it)\n"
+    ));
     let app = spawn_stack().await;
     let world = world(&app).await;
     let max_employee: i64 = sqlx::query_scalar("SELECT COALESCE(max(id), 0) FROM employees")
@@ -1440,11 +1449,11 @@ async fn generated_bad_input_never_gets_a_5xx() {
         }
         out.push('\n');
     }
-    println!(
-        "{out}{} requests, {} raw (seed {seed})",
+    shown(&format!(
+        "{out}{} requests, {} raw (seed {seed})\n",
         outcomes.len(),
         RAW_REQUESTS
-    );
+    ));
 
     let problems: Vec<&String> = outcomes.iter().filter_map(|o| o.problem.as_ref()).collect();
     assert!(
