@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every test: unit tests and the integration tests against the real
 # Postgres, RabbitMQ, an SMTP server, HTTP partners and headless Chromium
-# (each test creates and drops its own database and queues).
+# (each test creates and drops its own database and queues), then the log
+# scan over everything the run logged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/services.sh
@@ -16,4 +17,18 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
     { $sudo_ apt-get update -q >/dev/null && $sudo_ apt-get install -y -q chromium chromium-driver >/dev/null; }
 fi
 
+# Every log line of the run (the tests' in-process API and workers at debug
+# level, and the stderr of the binaries they start) is kept here, then
+# scanned for SSNs, passwords, secrets, tokens and keys (tests/src/log_scan.rs).
+target_dir="${CARGO_TARGET_DIR:-target}"
+case "$target_dir" in /*) ;; *) target_dir="$PWD/$target_dir" ;; esac
+export I9_TEST_LOG_DIR="$target_dir/test-logs"
+rm -rf "$I9_TEST_LOG_DIR"
+mkdir -p "$I9_TEST_LOG_DIR"
+
 cargo test --workspace --locked "$@"
+
+# A filtered run (arguments given) may log nothing; the whole run must.
+require=()
+[ "$#" -eq 0 ] && require=(--require-lines)
+cargo run --quiet --locked -p i9-tests --bin i9-log-scan -- "$I9_TEST_LOG_DIR" ${require[@]+"${require[@]}"}

@@ -15,6 +15,7 @@ fn admin(db_url: &str, args: &[&str]) -> (bool, String, String) {
         .env("APP_ENV", "development")
         .output()
         .unwrap();
+    i9_tests::logs::keep_stderr("i9-admin", &out.stderr);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -51,6 +51,7 @@ fn admin(prefix: &str, args: &[&str]) -> (bool, String, String) {
         .env_remove("RUST_LOG")
         .output()
         .unwrap();
+    i9_tests::logs::keep_stderr("i9-admin", &out.stderr);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

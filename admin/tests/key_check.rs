@@ -142,6 +142,7 @@ fn admin(
     // The example organization's callback URL is a local one.
     cmd.env("ALLOW_PRIVATE_CALLBACKS", "true");
     let out = cmd.output().unwrap();
+    i9_tests::logs::keep_stderr("i9-admin", &out.stderr);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),

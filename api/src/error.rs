@@ -4,6 +4,9 @@
 //! database is not available right now" ([`i9_common::db::is_unavailable`]),
 //! whether it arrives as a `sqlx::Error` or inside an `anyhow::Error`, is a
 //! 503 with `Retry-After` instead (docs/operations.md, "Start-up, outages and readiness").
+//! A database error that only a client's value can cause (text Postgres
+//! cannot store, a value too long for its column or its index) is a 400: the
+//! backstop behind the checks of `text.rs`, `body.rs` and the parsers.
 
 use axum::{
     http::{header, HeaderValue, StatusCode},
@@ -78,9 +81,15 @@ pub enum ApiError {
 
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
-        ApiError::Internal(e.into()).or_unavailable()
+        ApiError::Internal(e.into()).classified()
     }
 }
+
+/// The SQLSTATEs that only a value a client sent can cause: 22001
+/// string_data_right_truncation, 22021 character_not_in_repertoire (NUL or
+/// invalid UTF-8), 22P05 untranslatable_character, 54000
+/// program_limit_exceeded (a value too large to index).
+pub const CLIENT_INPUT_SQLSTATES: &[&str] = &["22001", "22021", "22P05", "54000"];
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
@@ -104,6 +113,30 @@ impl ApiError {
             },
             other => other,
         }
+    }
+
+    /// [`ApiError::BadRequest`] when an internal error's chain holds a
+    /// database error of [`CLIENT_INPUT_SQLSTATES`]; else unchanged. Only the
+    /// SQLSTATE is logged: the database's message may quote the value.
+    pub fn or_bad_input(self) -> Self {
+        match self {
+            ApiError::Internal(e) => match client_input_sqlstate(&e) {
+                Some(code) => {
+                    tracing::warn!(sqlstate = %code, "the database refused a value of the request");
+                    ApiError::BadRequest {
+                        detail: "A value in the request cannot be stored: it is too long or holds characters that are not allowed.".into(),
+                        errors: vec![],
+                    }
+                }
+                None => ApiError::Internal(e),
+            },
+            other => other,
+        }
+    }
+
+    /// [`Self::or_unavailable`], then [`Self::or_bad_input`].
+    pub fn classified(self) -> Self {
+        self.or_unavailable().or_bad_input()
     }
 
     pub fn bad_query(errors: Vec<FieldError>) -> Self {
@@ -172,6 +205,20 @@ fn unavailable_cause(e: &anyhow::Error) -> Option<&sqlx::Error> {
         .find(|c| i9_common::db::is_unavailable(c))
 }
 
+/// The SQLSTATE of the first database error in `e`'s chain that only a
+/// client's value can cause.
+fn client_input_sqlstate(e: &anyhow::Error) -> Option<String> {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<sqlx::Error>())
+        .find_map(|c| match c {
+            sqlx::Error::Database(db) => db
+                .code()
+                .filter(|code| CLIENT_INPUT_SQLSTATES.contains(&code.as_ref()))
+                .map(|code| code.into_owned()),
+            _ => None,
+        })
+}
+
 pub fn problem(status: StatusCode, slug: &str, detail: impl Into<String>) -> ProblemDetails {
     ProblemDetails::from_status_code(status)
         .with_type(
@@ -184,7 +231,7 @@ pub fn problem(status: StatusCode, slug: &str, detail: impl Into<String>) -> Pro
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let this = self.or_unavailable();
+        let this = self.classified();
         if let ApiError::Internal(e) = &this {
             // The chain of messages, not `Debug`: a database error's debug
             // form carries its detail, which quotes the values of the row.

@@ -14,6 +14,7 @@ pub mod page_security;
 pub mod routes;
 pub mod server;
 pub mod state;
+pub mod text;
 pub mod throttle;
 
 use std::{sync::Arc, time::Duration};
@@ -31,13 +32,18 @@ use tower_http::{
     catch_panic::CatchPanicLayer,
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
     set_header::SetResponseHeaderLayer,
-    timeout::TimeoutLayer,
+    timeout::{RequestBodyTimeoutLayer, TimeoutLayer},
 };
 
 use crate::{error::ApiError, routes::*, state::AppState};
 
 /// Request bodies above this size are refused with 413.
 pub const BODY_LIMIT: usize = 256 * 1024;
+
+/// A request body that stops arriving for this long (a client that sent
+/// less than its `Content-Length`) is refused with 400, rather than holding
+/// the request until the 30 s limit answers 503.
+pub const BODY_IDLE_LIMIT: Duration = Duration::from_secs(10);
 
 pub fn router(state: AppState) -> Router {
     let v1 = Router::new()
@@ -90,6 +96,7 @@ pub fn router(state: AppState) -> Router {
         .route_layer(axum::middleware::from_fn(middleware::track_metrics))
         .fallback(|| async { ApiError::NotFound })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(RequestBodyTimeoutLayer::new(BODY_IDLE_LIMIT))
         .layer(TimeoutLayer::with_status_code(
             axum::http::StatusCode::SERVICE_UNAVAILABLE,
             Duration::from_secs(30),

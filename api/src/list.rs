@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 use crate::{
     auth::Visibility,
     error::{ApiError, FieldError},
+    text,
 };
 
 /// What one collection reads: `from` (`FROM ... WHERE TRUE`), the selected
@@ -139,16 +140,12 @@ pub struct ListQuery {
 
 impl ListQuery {
     /// Parse `raw` against the collection's filters. Unknown or repeated
-    /// parameters, bad values and bad paging are 400s naming every one.
+    /// parameters, bad values and bad paging, and names or values that are
+    /// not text Postgres can store ([`text`]), are 400s naming every one.
     pub fn parse(raw: Option<&str>, specs: &[FilterSpec]) -> Result<Self, ApiError> {
-        let pairs: Vec<(String, String)> =
-            serde_urlencoded::from_str(raw.unwrap_or("")).map_err(|_| {
-                ApiError::bad_query(vec![FieldError::new(
-                    "query",
-                    "malformed",
-                    "The query string cannot be decoded.",
-                )])
-            })?;
+        let pairs = text::form_pairs(raw.unwrap_or("").as_bytes()).map_err(|bad| {
+            ApiError::bad_query(bad.iter().map(text::Unreadable::field_error).collect())
+        })?;
         let mut errors = Vec::new();
         let mut page = 1;
         let mut page_size = MAX_PAGE_SIZE;
@@ -429,6 +426,23 @@ mod tests {
                 "lastname",
                 "languagePreference",
                 "socialSecurityNumber"
+            ]
+        );
+    }
+
+    #[test]
+    fn text_postgres_cannot_store_is_a_400_naming_the_parameter() {
+        let e = ListQuery::parse(Some("lastName=%00&page=%FF&ok%00=1"), SPECS).unwrap_err();
+        let ApiError::BadRequest { errors, .. } = e else {
+            panic!("400 expected");
+        };
+        let got: Vec<(&str, &str)> = errors.iter().map(|e| (e.field.as_str(), e.code)).collect();
+        assert_eq!(
+            got,
+            [
+                ("lastName", "invalid_character"),
+                ("page", "invalid_encoding"),
+                ("ok\u{FFFD}", "invalid_character")
             ]
         );
     }

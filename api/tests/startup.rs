@@ -55,6 +55,7 @@ async fn i9_api(args: &[&str], env: &[(&str, &str)]) -> Run {
         .await
         .expect("i9-api exited instead of running on")
         .unwrap();
+    i9_tests::logs::keep_stderr("i9-api", &out.stderr);
     Run {
         code: out.status.code(),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

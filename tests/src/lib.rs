@@ -2,6 +2,8 @@
 //! fresh Postgres database of its own, migrated and seeded with the example
 //! organization. The database is dropped when the `TestApp` is dropped.
 
+pub mod log_scan;
+pub mod logs;
 pub mod proxy;
 pub mod receiver;
 pub mod smtp;
@@ -84,6 +86,7 @@ impl TestDb {
 
     /// An empty database (a test of a migration applies what it needs).
     pub async fn unmigrated() -> Self {
+        logs::init();
         let admin_url = admin_database_url();
         let name = format!("i9_test_{}", uuid::Uuid::new_v4().simple());
         let mut conn = PgConnection::connect(&admin_url)
@@ -184,7 +187,7 @@ pub async fn spawn_stack() -> TestApp {
 }
 
 pub async fn spawn(stack: Stack, configure: impl FnOnce(&mut Config)) -> TestApp {
-    i9_common::telemetry::init("warn,i9_common=info,i9_workers=info");
+    logs::init();
     let db = TestDb::new().await;
     let mut config = Config::for_tests(&db.url);
     config.bind_addr = ([127, 0, 0, 1], 0).into();

@@ -65,7 +65,7 @@ async fn an_employee_signs_section_1_in_a_browser() {
         std::process::Command::new("chromedriver")
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(i9_tests::logs::stderr_sink("chromedriver"))
             .spawn()
             .expect(
                 "chromedriver (apt-get install chromium chromium-driver; scripts/test.sh does)",

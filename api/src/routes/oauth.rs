@@ -209,7 +209,7 @@ fn whole_seconds(d: Duration) -> u64 {
 
 /// Basic credentials are form-urlencoded before base64 (RFC 6749 section 2.3.1).
 fn form_decode(s: &str) -> Option<String> {
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(&format!("v={s}")).ok()?;
+    let pairs = crate::text::form_pairs(format!("v={s}").as_bytes()).ok()?;
     pairs.into_iter().next().map(|(_, v)| v)
 }
 
@@ -306,8 +306,12 @@ pub async fn token(
             "The body must be application/x-www-form-urlencoded.",
         ));
     }
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(&body)
-        .map_err(|_| invalid_request("The body cannot be decoded."))?;
+    let pairs = crate::text::form_pairs(&body).map_err(|bad| {
+        invalid_request(match bad[0].plain_name() {
+            Some(name) => format!("Parameter {name} is not UTF-8 text without NUL."),
+            None => "A parameter is not UTF-8 text without NUL.".into(),
+        })
+    })?;
     let mut form = HashMap::new();
     for (k, v) in pairs {
         if form.insert(k.clone(), v).is_some() {

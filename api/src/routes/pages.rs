@@ -4,7 +4,7 @@
 
 use axum::{
     body::Bytes,
-    extract::{Path, State},
+    extract::{rejection::PathRejection, Path, State},
     http::StatusCode,
     response::{Html, IntoResponse, Response},
 };
@@ -105,8 +105,11 @@ fn password_form(login: &str, errors: &[(&str, &str)]) -> String {
 
 pub async fn set_password_form(
     State(state): State<AppState>,
-    Path(token): Path<String>,
+    token: Result<Path<String>, PathRejection>,
 ) -> Result<Response, ApiError> {
+    let Ok(Path(token)) = token else {
+        return Ok(invalid_link());
+    };
     match password_token(&state, &token).await? {
         Some((_, login)) => Ok(page(
             StatusCode::OK,
@@ -119,13 +122,16 @@ pub async fn set_password_form(
 
 pub async fn set_password(
     State(state): State<AppState>,
-    Path(token): Path<String>,
+    token: Result<Path<String>, PathRejection>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
+    let Ok(Path(token)) = token else {
+        return Ok(invalid_link());
+    };
     let Some((user_id, login)) = password_token(&state, &token).await? else {
         return Ok(invalid_link());
     };
-    let form: Vec<(String, String)> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let (form, unreadable) = crate::text::decode_form(&body);
     let get = |k: &str| {
         form.iter()
             .find(|(n, _)| n == k)
@@ -133,14 +139,26 @@ pub async fn set_password(
             .unwrap_or("")
     };
     let (password, confirm) = (get("password").to_owned(), get("confirm"));
-    let mut errors = Vec::new();
-    if password.chars().count() < MIN_PASSWORD {
-        errors.push(("password", "The password needs at least 12 characters."));
-    } else if password.chars().count() > 256 {
-        errors.push(("password", "The password may have at most 256 characters."));
-    }
-    if confirm != password {
-        errors.push(("confirm", "The two passwords differ."));
+    // Not UTF-8, or with NUL: a password nobody could sign in with (text.rs).
+    let mut errors: Vec<(&str, &str)> = ["password", "confirm"]
+        .into_iter()
+        .filter(|field| unreadable.iter().any(|u| u.field == *field))
+        .map(|field| {
+            (
+                field,
+                "This holds characters that cannot be used; type it again.",
+            )
+        })
+        .collect();
+    if errors.is_empty() {
+        if password.chars().count() < MIN_PASSWORD {
+            errors.push(("password", "The password needs at least 12 characters."));
+        } else if password.chars().count() > 256 {
+            errors.push(("password", "The password may have at most 256 characters."));
+        }
+        if confirm != password {
+            errors.push(("confirm", "The two passwords differ."));
+        }
     }
     if !errors.is_empty() {
         return Ok(page(

@@ -8,7 +8,10 @@
 
 use axum::{
     body::Bytes,
-    extract::{Path, Query, State},
+    extract::{
+        rejection::{PathRejection, QueryRejection},
+        Path, Query, State,
+    },
     http::{header, StatusCode},
     response::{IntoResponse, Response},
 };
@@ -74,6 +77,7 @@ struct Text {
     need_expiry: &'static str,
     expired: &'static str,
     too_long: &'static str,
+    unreadable: &'static str,
 }
 
 const EN: Text = Text {
@@ -120,6 +124,7 @@ const EN: Text = Text {
     need_expiry: "Give the expiration date of your work authorization, or check that it does not expire.",
     expired: "This date is in the past.",
     too_long: "This is too long.",
+    unreadable: "This holds characters that cannot be used; type it again.",
 };
 
 const ES: Text = Text {
@@ -166,6 +171,7 @@ const ES: Text = Text {
     need_expiry: "Indique la fecha de vencimiento de su autorización, o marque que no vence.",
     expired: "Esta fecha ya pasó.",
     too_long: "Es demasiado largo.",
+    unreadable: "Contiene caracteres que no se pueden usar; escríbalo de nuevo.",
 };
 
 fn text(lang: Lang) -> &'static Text {
@@ -248,8 +254,9 @@ async fn find(state: &AppState, token: &str) -> Result<Option<Link>, ApiError> {
     }))
 }
 
-fn chosen(q: &LangQuery, default: Lang) -> Lang {
-    match q.lang.as_deref() {
+/// The language asked for with `?lang=`; a query that cannot be read asks for none.
+fn chosen(q: &Result<Query<LangQuery>, QueryRejection>, default: Lang) -> Lang {
+    match q.as_ref().ok().and_then(|q| q.lang.as_deref()) {
         Some("es") => Lang::Es,
         Some("en") => Lang::En,
         _ => default,
@@ -283,9 +290,12 @@ fn form_page(
 
 pub async fn show(
     State(state): State<AppState>,
-    Path(token): Path<String>,
-    Query(q): Query<LangQuery>,
+    token: Result<Path<String>, PathRejection>,
+    q: Result<Query<LangQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
+    let Ok(Path(token)) = token else {
+        return Ok(invalid());
+    };
     let Some(link) = find(&state, &token).await? else {
         return Ok(invalid());
     };
@@ -447,10 +457,13 @@ const FIELDS: &[(&str, usize)] = &[
 
 pub async fn sign(
     State(state): State<AppState>,
-    Path(token): Path<String>,
-    Query(q): Query<LangQuery>,
+    token: Result<Path<String>, PathRejection>,
+    q: Result<Query<LangQuery>, QueryRejection>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
+    let Ok(Path(token)) = token else {
+        return Ok(invalid());
+    };
     let Some(link) = find(&state, &token).await? else {
         return Ok(invalid());
     };
@@ -462,7 +475,7 @@ pub async fn sign(
     else {
         return Ok(invalid());
     };
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_bytes(&body).unwrap_or_default();
+    let (pairs, unreadable) = crate::text::decode_form(&body);
     let values: Vec<(&'static str, String)> = FIELDS
         .iter()
         .map(|(k, _)| {
@@ -481,7 +494,12 @@ pub async fn sign(
             .map(|(_, v)| v.as_str())
             .unwrap_or("")
     };
-    let mut errors: Vec<(&'static str, &'static str)> = Vec::new();
+    // A field that is not UTF-8 or holds NUL (text.rs) reads as empty, with this error first.
+    let mut errors: Vec<(&'static str, &'static str)> = FIELDS
+        .iter()
+        .filter(|(k, _)| unreadable.iter().any(|u| u.field == *k))
+        .map(|(k, _)| (*k, t.unreadable))
+        .collect();
     for (k, max) in FIELDS {
         if get(k).chars().count() > *max {
             errors.push((k, t.too_long));

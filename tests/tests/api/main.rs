@@ -4,6 +4,7 @@
 
 mod access;
 mod auth;
+mod bad_input;
 mod callback_urls;
 mod callbacks;
 mod connections;
