@@ -129,6 +129,18 @@ impl Turn {
     }
 }
 
+impl Turn {
+    /// Hash a new password (the set-password page) under the same bound as
+    /// verifications, so that pages cannot be used to run argon2 without limit.
+    pub async fn hash(self, password: String) -> Result<String, tokio::task::JoinError> {
+        tokio::task::spawn_blocking(move || {
+            let _turn = self;
+            i9_common::crypto::hash_password(&password)
+        })
+        .await
+    }
+}
+
 /// A hash of the default cost that no secret is checked against for real.
 fn dummy() -> &'static str {
     static DUMMY: OnceLock<String> = OnceLock::new();

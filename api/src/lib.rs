@@ -120,6 +120,7 @@ pub struct Application {
     listener: TcpListener,
     router: Router,
     limits: server::Limits,
+    hashing: hashing::Hashing,
 }
 
 impl Application {
@@ -134,12 +135,11 @@ impl Application {
         let auth_cache = auth::cache::AuthCache::new(config.auth_cache_ttl);
         auth_cache.spawn_invalidation(pool.clone());
         let limits = server::Limits::from_config(&config);
+        let hashing =
+            hashing::Hashing::new(config.password_hash_concurrency, config.password_hash_wait);
         let state = AppState {
             auth_cache,
-            hashing: hashing::Hashing::new(
-                config.password_hash_concurrency,
-                config.password_hash_wait,
-            ),
+            hashing: hashing.clone(),
             throttle: throttle::Throttle::new(&config, pool.clone()),
             broker: Arc::new(routes::health::BrokerCheck::new(config.amqp_url.clone())),
             cipher: DataCipher::from_config(&config),
@@ -151,7 +151,14 @@ impl Application {
             listener,
             router: router(state),
             limits,
+            hashing,
         }
+    }
+
+    /// The bound on password hashing this application's requests share
+    /// (tests hold its turns to see what a saturated service answers).
+    pub fn hashing(&self) -> hashing::Hashing {
+        self.hashing.clone()
     }
 
     pub fn port(&self) -> u16 {

@@ -145,6 +145,8 @@ pub struct TestApp {
     pub topology: Topology,
     pub smtp: Option<TestSmtp>,
     pub proxy: Option<TcpProxy>,
+    /// The API's bound on password hashing (its turns can be held).
+    pub hashing: i9_api::hashing::Hashing,
     /// Delay queues that workers of this test may have declared (removed at the end).
     waits: std::sync::Mutex<Vec<Duration>>,
     stop: watch::Sender<bool>,
@@ -218,6 +220,7 @@ pub async fn spawn(stack: Stack, configure: impl FnOnce(&mut Config)) -> TestApp
     config.public_base_url.clone_from(&public);
     let (stop, stop_rx) = watch::channel(false);
     let app = Application::with_listener(listener, config.clone(), db.pool.clone());
+    let hashing = app.hashing();
     tokio::spawn(app.run(std::future::pending()));
     let mut worker = None;
     if stack.jobs {
@@ -242,6 +245,7 @@ pub async fn spawn(stack: Stack, configure: impl FnOnce(&mut Config)) -> TestApp
         topology,
         smtp,
         proxy,
+        hashing,
         waits: std::sync::Mutex::new(waits),
         stop,
         worker,

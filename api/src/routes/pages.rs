@@ -8,7 +8,7 @@ use axum::{
     http::StatusCode,
     response::{Html, IntoResponse, Response},
 };
-use i9_common::crypto::{hash_password, token_hash};
+use i9_common::crypto::token_hash;
 
 use i9_common::html::escape;
 
@@ -70,6 +70,21 @@ pub(crate) fn invalid_link() -> Response {
         "This link does not work",
         "<p>The link is wrong, was already used, or has expired. Ask your employer for a new one.</p>",
     )
+}
+
+/// Every hashing turn stayed taken: the form is not lost, the employee
+/// sends it again (the link still works).
+fn busy() -> Response {
+    let mut response = page(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Please try again",
+        "<p>The service is busy right now. Go back and send the form again in a moment; your link still works.</p>",
+    );
+    response.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("5"),
+    );
+    response
 }
 
 fn password_form(login: &str, errors: &[(&str, &str)]) -> String {
@@ -167,7 +182,12 @@ pub async fn set_password(
             &password_form(&login, &errors),
         ));
     }
-    let hash = tokio::task::spawn_blocking(move || hash_password(&password))
+    // Hashing waits its turn with the token endpoint's (api/src/hashing.rs).
+    let Ok(turn) = state.hashing.turn().await else {
+        return Ok(busy());
+    };
+    let hash = turn
+        .hash(password)
         .await
         .map_err(|e| ApiError::Internal(e.into()))?;
     let mut tx = state.pool.begin().await?;

@@ -309,3 +309,64 @@ async fn a_remembered_client_secret_is_forgotten_when_the_client_changes() {
         200
     );
 }
+
+/// The set-password page hashes under the token endpoint's bound: with every
+/// turn taken it answers 503 with Retry-After and changes nothing, the link
+/// still works, and once a turn is free the password is set exactly once.
+#[tokio::test]
+async fn the_set_password_page_waits_for_a_hashing_turn_like_the_token_endpoint() {
+    let app = spawn_app_with(|c| {
+        c.password_hash_concurrency = 1;
+        c.password_hash_wait = Duration::from_millis(200);
+    })
+    .await;
+    let token = i9_common::crypto::new_token("pw_");
+    sqlx::query(
+        "INSERT INTO password_set_tokens (token_hash, user_id, expires_at)
+         SELECT $1, id, now() + interval '1 hour' FROM users WHERE login = 'west.hr'",
+    )
+    .bind(i9_common::crypto::token_hash(&token))
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let hash_of_west = || async {
+        sqlx::query_scalar::<_, Option<String>>(
+            "SELECT password_hash FROM users WHERE login = 'west.hr'",
+        )
+        .fetch_one(app.pool())
+        .await
+        .unwrap()
+    };
+    let before = hash_of_west().await;
+    let url = app.url(&format!("/account/set-password/{token}"));
+    let form = [
+        ("password", "a-long-new-passw0rd"),
+        ("confirm", "a-long-new-passw0rd"),
+    ];
+
+    let held = app.hashing.turn().await.expect("the only turn");
+    let r = app.http.post(&url).form(&form).send().await.unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["retry-after"], "5");
+    assert!(r.text().await.unwrap().contains("your link still works"));
+    assert_eq!(hash_of_west().await, before, "nothing written");
+    let used: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM password_set_tokens WHERE used_at IS NOT NULL")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(used, 0, "the link is not spent");
+
+    drop(held);
+    let r = app.http.post(&url).form(&form).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_ne!(hash_of_west().await, before);
+    let set: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = 'password.set'")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(set, 1);
+    let r = app.http.post(&url).form(&form).send().await.unwrap();
+    assert_eq!(r.status(), 404, "the link works once");
+}
