@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use i9_tests::{eventually, spawn, Stack, ATS_BOT};
+use i9_tests::{eventually, spawn_partner_stack, ATS_BOT};
 use serde_json::json;
 
 fn admin(db_url: &str, args: &[&str]) -> (bool, String, String) {
@@ -25,15 +25,7 @@ fn admin(db_url: &str, args: &[&str]) -> (bool, String, String) {
 
 #[tokio::test]
 async fn an_operator_lists_and_redelivers_a_dead_lettered_callback() {
-    let app = spawn(
-        Stack {
-            jobs: true,
-            ..Stack::default()
-        },
-        |c| c.allow_private_callbacks = true,
-    )
-    .await;
-    let receiver = app.partner_endpoint().await;
+    let (app, receiver) = spawn_partner_stack().await;
     receiver.fail_next(1_000);
     let token = app
         .sign_in_with(("greenhouse-ats", "ats-secret-change-me"), ATS_BOT, None)

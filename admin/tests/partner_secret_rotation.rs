@@ -9,7 +9,7 @@
 
 use std::process::Command;
 
-use i9_tests::{eventually, fixture_path, spawn, Receiver, Stack, TestApp, ATS_BOT};
+use i9_tests::{eventually, fixture_path, spawn_partner_stack, Receiver, TestApp, ATS_BOT};
 use serde_json::{json, Value};
 
 /// The example organization's secret for the partner client.
@@ -94,15 +94,7 @@ async fn previous_secrets(app: &TestApp) -> i64 {
 
 #[tokio::test]
 async fn callbacks_carry_both_signatures_during_the_overlap_and_one_after() {
-    let app = spawn(
-        Stack {
-            jobs: true,
-            ..Stack::default()
-        },
-        |c| c.allow_private_callbacks = true,
-    )
-    .await;
-    let receiver = app.partner_endpoint().await;
+    let (app, receiver) = spawn_partner_stack().await;
     assert_eq!(hire(&app, &receiver, "cand-0", &[OLD], &[]).await, 1);
 
     // rotate-secret: a new secret printed once; the old one signs on for a week.

@@ -253,6 +253,22 @@ pub async fn spawn(stack: Stack, configure: impl FnOnce(&mut Config)) -> TestApp
     }
 }
 
+/// The whole stack (relay, worker, SMTP) with a partner's callback endpoint
+/// set as the example partner client's: callbacks may reach this machine,
+/// where the endpoint listens.
+pub async fn spawn_partner_stack() -> (TestApp, Receiver) {
+    let app = spawn(
+        Stack {
+            jobs: true,
+            ..Stack::default()
+        },
+        |c| c.allow_private_callbacks = true,
+    )
+    .await;
+    let receiver = app.partner_endpoint().await;
+    (app, receiver)
+}
+
 /// The worker configuration of the tests: every job kind, one job at a time
 /// per kind (a test can tell a job was handled once a later one of the same
 /// kind is), and short retry policies: four attempts of a job, three of a

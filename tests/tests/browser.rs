@@ -9,7 +9,7 @@
 use std::{process::Stdio, time::Duration};
 
 use fantoccini::{ClientBuilder, Locator};
-use i9_tests::{eventually, spawn, Stack, ATS_BOT};
+use i9_tests::{eventually, spawn_partner_stack, ATS_BOT};
 use serde_json::{json, Value};
 
 struct Driver(std::process::Child);
@@ -33,15 +33,7 @@ fn free_port() -> u16 {
 async fn an_employee_signs_section_1_in_a_browser() {
     // Several TLS back-ends are linked in; the WebDriver client needs one chosen.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let app = spawn(
-        Stack {
-            jobs: true,
-            ..Stack::default()
-        },
-        |c| c.allow_private_callbacks = true,
-    )
-    .await;
-    let receiver = app.partner_endpoint().await;
+    let (app, receiver) = spawn_partner_stack().await;
     let token = app
         .sign_in_with(("greenhouse-ats", "ats-secret-change-me"), ATS_BOT, None)
         .await["access_token"]

@@ -2,7 +2,7 @@
 //! Spanish, signing, the redirect to employeeReturnUrl, single use, and the
 //! partner's callback.
 
-use i9_tests::{eventually, spawn, Stack, TestApp, ATS_BOT};
+use i9_tests::{eventually, spawn, spawn_partner_stack, Stack, TestApp, ATS_BOT};
 use serde_json::{json, Value};
 
 const ATS: (&str, &str) = ("greenhouse-ats", "ats-secret-change-me");
@@ -44,15 +44,7 @@ fn good_form() -> Vec<(&'static str, &'static str)> {
 
 #[tokio::test]
 async fn the_employee_signs_section_1_and_returns_to_the_partner() {
-    let app = spawn(
-        Stack {
-            jobs: true,
-            ..Stack::default()
-        },
-        |c| c.allow_private_callbacks = true,
-    )
-    .await;
-    let receiver = app.partner_endpoint().await;
+    let (app, receiver) = spawn_partner_stack().await;
     let (id, link) = hire(&app, "cand-s1", 1).await;
 
     let page = app.http.get(&link).send().await.unwrap();
