@@ -1,5 +1,8 @@
-//! Logging with tracing: human-readable by default, JSON with `LOG_FORMAT=json`,
-//! levels from `RUST_LOG`.
+//! Logging with tracing, to stderr: human-readable by default (coloured only
+//! when stderr is a terminal, so files and journald get plain text), JSON
+//! lines with `LOG_FORMAT=json`; levels from `RUST_LOG`.
+
+use std::io::IsTerminal;
 
 use tracing_subscriber::{fmt, prelude::*, EnvFilter};
 
@@ -10,11 +13,20 @@ pub fn init(default_filter: &str) {
     let registry = tracing_subscriber::registry().with(filter);
     let result = if json {
         registry
-            .with(fmt::layer().json().with_current_span(true))
+            .with(
+                fmt::layer()
+                    .json()
+                    .with_current_span(true)
+                    .with_writer(std::io::stderr),
+            )
             .try_init()
     } else {
         registry
-            .with(fmt::layer().with_writer(std::io::stderr))
+            .with(
+                fmt::layer()
+                    .with_ansi(std::io::stderr().is_terminal())
+                    .with_writer(std::io::stderr),
+            )
             .try_init()
     };
     // A second init (tests) keeps the first subscriber.
