@@ -49,3 +49,24 @@ pub async fn record_ssn_search<'e>(
     .await?;
     Ok(())
 }
+
+/// Record that a write by `caller` was refused because `holder` already has
+/// the SSN it carried (never the number itself). Written outside the write's
+/// transaction, which rolls back.
+pub async fn record_ssn_conflict<'e>(
+    db: impl PgExecutor<'e>,
+    caller: &Caller,
+    holder: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO audit_log (user_id, client_id, action, resource_type, resource_id, request_id)
+         VALUES ($1, $2, 'ssn.conflict', 'employee', $3, $4)",
+    )
+    .bind(caller.user_id)
+    .bind(caller.client_id)
+    .bind(holder.to_string())
+    .bind(&caller.request_id)
+    .execute(db)
+    .await?;
+    Ok(())
+}

@@ -75,6 +75,12 @@ pub enum ApiError {
     Validation(Vec<FieldError>),
     #[error("database unavailable")]
     Unavailable,
+    /// 429 with `Retry-After`: the caller must wait before trying again.
+    #[error("too many requests: {detail}")]
+    TooManyRequests {
+        detail: String,
+        retry_after: std::time::Duration,
+    },
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
 }
@@ -183,6 +189,11 @@ impl ApiError {
                 "validation-error",
                 "The request is not valid; see errors.".into(),
             ),
+            ApiError::TooManyRequests { detail, .. } => (
+                StatusCode::TOO_MANY_REQUESTS,
+                "too-many-requests",
+                detail.clone(),
+            ),
             ApiError::Unavailable => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
@@ -238,6 +249,13 @@ impl IntoResponse for ApiError {
             tracing::error!(error = %format!("{e:#}"), "internal error");
         }
         let (status, slug, detail) = this.parts();
+        let retry_after = match &this {
+            // Whole seconds, rounded up: never earlier than the wait.
+            ApiError::TooManyRequests { retry_after, .. } => {
+                Some(retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0))
+            }
+            _ => None,
+        };
         let base = problem(status, slug, detail);
         let mut response = match this {
             ApiError::Validation(errors) | ApiError::BadRequest { errors, .. }
@@ -264,6 +282,12 @@ impl IntoResponse for ApiError {
                 response
                     .headers_mut()
                     .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            }
+            StatusCode::TOO_MANY_REQUESTS => {
+                let secs = retry_after.unwrap_or(1).max(1);
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(secs));
             }
             _ => {}
         }

@@ -13,6 +13,7 @@ pub mod middleware;
 pub mod page_security;
 pub mod routes;
 pub mod server;
+pub mod ssn_writes;
 pub mod state;
 pub mod text;
 pub mod throttle;

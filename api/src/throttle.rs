@@ -1,22 +1,26 @@
-//! Sign-in throttling per username and per client address, with growing
-//! delays rather than a lock-out (docs/api.md, "Throttling").
+//! Throttling with growing delays rather than a lock-out: sign-ins per
+//! username and per client address (docs/api.md, "Throttling"), and writes
+//! of SSNs by callers who may not see them whole, per user and last four
+//! digits (docs/api.md, "Social security numbers"; `api/src/ssn_writes.rs`).
 //!
-//! Each key (a username, lower-cased, or a client address, an IPv6 one by
-//! its /64) has a *level*: its failures not yet forgotten. A failure adds one
-//! to it in a single upsert, so concurrent failures are all counted; one
-//! failure is forgotten every `forget` of its [`ThrottleLimit`]. Once the
-//! level passes the free failures, each failure delays the key: about 1 s
-//! after the first one beyond them, doubling with each further one, never
-//! more than twice `forget`. While a key is delayed the token endpoint
-//! answers 429 with `Retry-After` before any password hashing, whatever the
-//! password. Requests refused so are not counted, so the level grows by at
-//! most one per delay: over time a key gets about one try per `forget`, and
-//! nobody is held out for more than twice `forget` after the last failure.
+//! Each key (a username, lower-cased; a client address, an IPv6 one by its
+//! /64; a user and four digits) has a *level*: its events (failed sign-ins,
+//! SSN writes) not yet forgotten. An event adds one to it in a single upsert,
+//! so concurrent events are all counted; one is forgotten every `forget` of
+//! its [`ThrottleLimit`]. Once the level passes the free ones, each event
+//! delays the key: about 1 s after the first one beyond them, doubling with
+//! each further one, never more than twice `forget`. While a key is delayed
+//! its requests answer 429 with `Retry-After` before doing anything (for a
+//! sign-in, before any password hashing, whatever the password). Requests
+//! refused so are not counted, so the level grows by at most one per delay:
+//! over time a key gets about one try per `forget`, and nobody is held out
+//! for more than twice `forget` after the last event.
 //!
 //! Keys are stored as HMAC-SHA256 of kind and value under a key derived
-//! from the data key: no username (a user may type a password into it) and
-//! no address is kept in clear. Delays this process has seen are remembered
-//! in memory too, so a flood from a delayed address costs no database query.
+//! from the data key: no username (a user may type a password into it), no
+//! address and no digits of an SSN are kept in clear. Delays this process
+//! has seen are remembered in memory too, so a flood from a delayed address
+//! costs no database query.
 
 use std::{
     collections::HashMap,
@@ -35,6 +39,9 @@ use sqlx::PgPool;
 pub enum Kind {
     Username,
     Address,
+    /// Writes of an SSN by a caller who may not see SSNs whole, per user and
+    /// last four digits (api/src/ssn_writes.rs).
+    SsnWrite,
 }
 
 impl Kind {
@@ -42,11 +49,12 @@ impl Kind {
         match self {
             Kind::Username => "username",
             Kind::Address => "address",
+            Kind::SsnWrite => "ssn_write",
         }
     }
 }
 
-/// A username's or an address's key in `sign_in_throttle`.
+/// A throttle key (a username, an address, a user's SSN writes) in `throttle`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Key {
     kind: Kind,
@@ -86,6 +94,7 @@ struct Inner {
     mac_key: [u8; 32],
     username: ThrottleLimit,
     address: ThrottleLimit,
+    ssn_write: ThrottleLimit,
     pool: PgPool,
     /// Keys delayed until, as this process last saw them.
     delayed: Mutex<HashMap<[u8; 32], Instant>>,
@@ -108,7 +117,7 @@ static FAIL: LazyLock<String> = LazyLock::new(|| {
         )
     };
     format!(
-        "INSERT INTO sign_in_throttle AS t
+        "INSERT INTO throttle AS t
            (key, kind, failures, level, updated_at, blocked_until, forgotten_at)
          VALUES ($1, $2, 1, 1, now(), {first}, now() + make_interval(secs => $3))
          ON CONFLICT (key) DO UPDATE SET
@@ -136,6 +145,7 @@ impl Throttle {
                 mac_key,
                 username: config.sign_in_username,
                 address: config.sign_in_address,
+                ssn_write: config.ssn_writes,
                 pool,
                 delayed: Mutex::new(HashMap::new()),
             }),
@@ -156,6 +166,12 @@ impl Throttle {
         self.key(Kind::Address, &canonical)
     }
 
+    /// A user's writes of SSNs ending in `last4`.
+    pub fn ssn_write_key(&self, user_id: i64, last4: &str) -> Key {
+        let value = [&user_id.to_be_bytes()[..], last4.as_bytes()].concat();
+        self.key(Kind::SsnWrite, &value)
+    }
+
     fn key(&self, kind: Kind, value: &[u8]) -> Key {
         Key {
             kind,
@@ -170,6 +186,7 @@ impl Throttle {
         match kind {
             Kind::Username => self.inner.username,
             Kind::Address => self.inner.address,
+            Kind::SsnWrite => self.inner.ssn_write,
         }
     }
 
@@ -180,7 +197,7 @@ impl Throttle {
         }
         let hashes: Vec<&[u8]> = keys.iter().map(|k| k.hash.as_slice()).collect();
         let rows: Vec<(Vec<u8>, f64)> = sqlx::query_as(
-            "SELECT key, extract(epoch FROM blocked_until - now())::float8 FROM sign_in_throttle
+            "SELECT key, extract(epoch FROM blocked_until - now())::float8 FROM throttle
              WHERE key = ANY($1) AND blocked_until > now()",
         )
         .bind(hashes)
@@ -197,8 +214,8 @@ impl Throttle {
         Ok(longest.filter(|w| !w.is_zero()))
     }
 
-    /// Count a failure of `key`.
-    pub async fn fail(&self, key: &Key) -> Result<Failure, sqlx::Error> {
+    /// Count an event of `key` (a failed sign-in, a write of an SSN).
+    pub async fn count(&self, key: &Key) -> Result<Failure, sqlx::Error> {
         let limit = self.limit(key.kind);
         let (failures, level, delay): (i64, f64, f64) = sqlx::query_as(&FAIL)
             .bind(key.hash.as_slice())
@@ -223,7 +240,7 @@ impl Throttle {
         if let Ok(mut delayed) = self.inner.delayed.lock() {
             delayed.remove(&key.hash);
         }
-        sqlx::query("DELETE FROM sign_in_throttle WHERE key = $1")
+        sqlx::query("DELETE FROM throttle WHERE key = $1")
             .bind(key.hash.as_slice())
             .execute(&self.inner.pool)
             .await?;

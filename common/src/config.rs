@@ -33,6 +33,9 @@ Environment (shared by i9-api, i9-worker and i9-admin; see the README):
   SIGN_IN_USERNAME_FAILURES, SIGN_IN_USERNAME_FORGET_SECS (default 5, 60),
   SIGN_IN_ADDRESS_FAILURES, SIGN_IN_ADDRESS_FORGET_SECS (default 20, 12)
                                              sign-in throttling
+  SSN_WRITES_FREE, SSN_WRITES_FORGET_SECS (default 5, 3600)
+                                             writes of SSNs without permission 12,
+                                             per user and last four digits
   TRUSTED_PROXIES                            proxies whose X-Forwarded-For is believed
   PASSWORD_HASH_CONCURRENCY, PASSWORD_HASH_WAIT_SECS
                                              password hashing (default cores, 2)
@@ -76,6 +79,10 @@ pub struct Config {
     /// one of its failures is forgotten.
     pub sign_in_username: ThrottleLimit,
     pub sign_in_address: ThrottleLimit,
+    /// Writes that carry an SSN by a caller who may not see SSNs whole, per
+    /// user and last four digits (docs/api.md, "Social security numbers"):
+    /// how many before delays start, and how often one is forgotten.
+    pub ssn_writes: ThrottleLimit,
     /// Peers whose `X-Forwarded-For` names the client (none by default).
     pub trusted_proxies: Vec<ipnet::IpNet>,
     /// Password and client-secret verifications at once (argon2id, 19 MiB
@@ -282,6 +289,12 @@ impl Config {
                     .context("SIGN_IN_ADDRESS_FAILURES is too large")?,
                 forget: parse_secs("SIGN_IN_ADDRESS_FORGET_SECS", 12)?,
             },
+            ssn_writes: ThrottleLimit {
+                free_failures: parse_count("SSN_WRITES_FREE", 5)?
+                    .try_into()
+                    .context("SSN_WRITES_FREE is too large")?,
+                forget: parse_secs("SSN_WRITES_FORGET_SECS", 3600)?,
+            },
             trusted_proxies: parse_proxies("TRUSTED_PROXIES")?,
             password_hash_concurrency: parse_positive("PASSWORD_HASH_CONCURRENCY", cores() as u64)?
                 .try_into()
@@ -341,6 +354,10 @@ impl Config {
             sign_in_address: ThrottleLimit {
                 free_failures: 20,
                 forget: Duration::from_secs(12),
+            },
+            ssn_writes: ThrottleLimit {
+                free_failures: 5,
+                forget: Duration::from_secs(3600),
             },
             trusted_proxies: Vec::new(),
             password_hash_concurrency: cores(),

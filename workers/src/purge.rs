@@ -10,7 +10,7 @@
 //! - `access_tokens`, `refresh_tokens` and `password_set_tokens` past their
 //!   expiry, and sign-ins (`oauth_grants`) with no token left, once their
 //!   refresh lifetime is over;
-//! - `sign_in_throttle` rows whose failures are all forgotten (`forgotten_at`)
+//! - `throttle` rows whose failures are all forgotten (`forgotten_at`)
 //!   and whose delay is over;
 //! - `processed_jobs` done (or claimed and abandoned) longer ago than their
 //!   retention (30 days: a copy of a job older than that would act again);
@@ -109,9 +109,9 @@ const RULES: [(&str, &str, fn(&Retention) -> Duration); 9] = [
         |_| Duration::ZERO,
     ),
     (
-        "sign_in_throttle",
-        "DELETE FROM sign_in_throttle WHERE ctid = ANY (ARRAY(
-           SELECT ctid FROM sign_in_throttle
+        "throttle",
+        "DELETE FROM throttle WHERE ctid = ANY (ARRAY(
+           SELECT ctid FROM throttle
            WHERE forgotten_at < now() - make_interval(secs => $1)
              AND (blocked_until IS NULL OR blocked_until < now())
            LIMIT $2))",

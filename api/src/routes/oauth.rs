@@ -254,7 +254,7 @@ fn not_delayed_meanwhile(state: &AppState, keys: &Keys) -> Result<(), OAuthError
 async fn count_failure(state: &AppState, keys: &Keys, username: bool) -> Result<(), OAuthError> {
     let counted = std::iter::once(&keys.address).chain(keys.username.as_ref().filter(|_| username));
     for key in counted {
-        let failure = state.throttle.fail(key).await?;
+        let failure = state.throttle.count(key).await?;
         if failure.delay.is_zero() {
             continue;
         }
@@ -270,6 +270,8 @@ async fn count_failure(state: &AppState, keys: &Keys, username: bool) -> Result<
                 delay_secs = failure.delay.as_secs_f64(),
                 "sign-ins of a username delayed after repeated failures"
             ),
+            // Not a sign-in's key (api/src/ssn_writes.rs counts those).
+            Kind::SsnWrite => {}
         }
     }
     Ok(())

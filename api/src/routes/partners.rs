@@ -24,6 +24,7 @@ use crate::{
     error::{ApiError, ApiResult, Problem},
     idempotency::{self, Outcome, Replay},
     list::Link,
+    ssn_writes,
     state::AppState,
 };
 
@@ -79,6 +80,7 @@ pub struct PartnerHire {
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not a partner client, or no permission 10", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The candidate is an active employee with an open I-9; or its profileId or SSN belongs to another employee", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Writes of SSNs ending in the same four digits by a caller without permission 12 wait; see Retry-After (docs/api.md, \"Social security numbers\")", body = Problem, content_type = "application/problem+json"),
         (status = 415, body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
     ),
@@ -132,6 +134,7 @@ pub async fn section1(
             return replay_answer(&state, &visibility, replay).await;
         }
     }
+    ssn_writes::admit(&state, &caller, input.ssn.as_ref().and_then(Option::as_ref)).await?;
     check_references(&mut tx, &input, &visibility).await?;
     let existing: Option<(i64, Option<NaiveDate>)> = sqlx::query_as(
         "SELECT e.id, (SELECT terminated_date FROM employment_periods p WHERE p.employee_id = e.id ORDER BY p.id DESC LIMIT 1)

@@ -20,7 +20,7 @@ pub const TABLES: [&str; 9] = [
     "access_tokens",
     "refresh_tokens",
     "oauth_grants",
-    "sign_in_throttle",
+    "throttle",
     "processed_jobs",
     "job_outbox",
     "password_set_tokens",
@@ -34,7 +34,7 @@ pub const RECORDS: [&str; 1] = ["callback_attempts"];
 const COUNTS: &str =
     "SELECT (SELECT count(*) FROM idempotency_keys), (SELECT count(*) FROM access_tokens),
        (SELECT count(*) FROM refresh_tokens), (SELECT count(*) FROM oauth_grants),
-       (SELECT count(*) FROM sign_in_throttle), (SELECT count(*) FROM processed_jobs),
+       (SELECT count(*) FROM throttle), (SELECT count(*) FROM processed_jobs),
        (SELECT count(*) FROM job_outbox), (SELECT count(*) FROM password_set_tokens),
        (SELECT count(*) FROM callback_attempts)";
 

@@ -29,7 +29,7 @@ const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(4);
 /// Tokens are renewed this often (a refresh grant, every fourth time a password sign-in).
 const RENEW_TOKENS: Duration = Duration::from_secs(30);
-/// A failed sign-in (unknown user) this often per client, so `sign_in_throttle` sees use
+/// A failed sign-in (unknown user) this often per client, so `throttle` sees use
 /// (below the default throttling: docs/api.md, "Throttling").
 const FAILED_SIGN_IN_EVERY: Duration = Duration::from_secs(60);
 

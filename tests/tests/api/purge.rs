@@ -104,7 +104,7 @@ async fn seed_rows(app: &TestApp) {
     // not yet forgotten, or a delay still running (stay).
     exec(
         app,
-        "INSERT INTO sign_in_throttle
+        "INSERT INTO throttle
            (key, kind, failures, level, updated_at, blocked_until, forgotten_at) VALUES
            ('\\x01', 'username', 3, 3, now() - interval '2 hours', NULL, now() - interval '1 hour'),
            ('\\x02', 'address', 3, 3, now(), NULL, now() + interval '36 seconds'),
@@ -162,7 +162,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
         "password_set_tokens",
         "previous_signing_secrets",
         "idempotency_keys",
-        "sign_in_throttle",
+        "throttle",
         "processed_jobs",
         "job_outbox",
     ] {
@@ -182,7 +182,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
             ("oauth_grants", 1),
             ("password_set_tokens", 1),
             ("previous_signing_secrets", 1),
-            ("sign_in_throttle", 2),
+            ("throttle", 2),
             ("processed_jobs", 2),
             ("job_outbox", 1),
         ])
@@ -194,7 +194,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
         ("oauth_grants", 2),
         ("password_set_tokens", 1),
         ("previous_signing_secrets", 1),
-        ("sign_in_throttle", 2),
+        ("throttle", 2),
         ("processed_jobs", 2),
         ("job_outbox", 2),
     ] {
@@ -230,12 +230,12 @@ async fn one_worker_purges_at_a_time() {
         None,
         "another worker is purging"
     );
-    assert_eq!(count(&app, "sign_in_throttle").await, 4, "nothing purged");
+    assert_eq!(count(&app, "throttle").await, 4, "nothing purged");
     sqlx::query("SELECT pg_advisory_unlock($1)")
         .bind(LOCK_KEY)
         .execute(&mut *holder)
         .await
         .unwrap();
     let purged = purge_if_first(app.pool(), &retention()).await.unwrap();
-    assert_eq!(purged.map(|p| p["sign_in_throttle"]), Some(2));
+    assert_eq!(purged.map(|p| p["throttle"]), Some(2));
 }

@@ -275,3 +275,189 @@ async fn permission_12_reveals_numbers_and_each_read_is_audited() {
             .unwrap();
     assert_eq!(who, (1, "ssn.read".to_owned()));
 }
+
+/// What one write answered, as the caller sees it.
+async fn answer(r: reqwest::Response) -> (u16, String) {
+    let status = r.status().as_u16();
+    let body: Value = r.json().await.unwrap();
+    let said = match body["errors"].as_array() {
+        Some(errors) => serde_json::to_string(errors).unwrap(),
+        None => body["detail"].as_str().unwrap_or_default().to_owned(),
+    };
+    (status, said)
+}
+
+/// A user who sees `***-**-6789` cannot find the whole number by trying
+/// writes: a write refused for another reason answers the same whether the
+/// number is taken or not; a caller's writes of numbers ending in the same
+/// four digits wait after a few (429 with Retry-After), other digits and
+/// callers with permission 12 do not; a refusal for a taken number is
+/// audited; the throttle keeps no digits (docs/api.md, "Social security
+/// numbers").
+#[tokio::test]
+async fn a_masked_ssn_cannot_be_found_by_trying_writes() {
+    let app = i9_tests::spawn_app_with(|c| {
+        c.ssn_writes = i9_common::config::ThrottleLimit {
+            free_failures: 6,
+            forget: std::time::Duration::from_secs(3600),
+        }
+    })
+    .await;
+    let maria = app.employee_id("EMP-1001").await;
+    let (taken, free) = ("123-45-6789", "456-12-6789");
+    let west = app.token(WEST_HR).await;
+    // Two employees of west.hr's: one with an I-9 being created, one with a sign-in.
+    let mut ids = Vec::new();
+    for (first, extra) in [
+        ("Tom", json!({"createI9": "yes"})),
+        (
+            "Una",
+            json!({"emailAddress": "una@mail.example", "createLogin": true}),
+        ),
+    ] {
+        let mut body = json!({"firstName": first, "lastName": "Probe", "locationId": 3});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let r = app.post_json("/v1/employees", &west, &body).await;
+        assert_eq!(r.status(), 201);
+        ids.push(r.json::<Value>().await.unwrap()["id"].as_i64().unwrap());
+    }
+    let (tom, _una) = (ids[0], ids[1]);
+
+    // Each probe refused for another reason: the same answer for both numbers.
+    let probes = |ssn: &str| {
+        vec![
+            // Tom has an I-9 being created.
+            (
+                format!("/v1/employees/{tom}"),
+                json!({"firstName": "Tom", "lastName": "Probe", "locationId": 3,
+                       "socialSecurityNumber": ssn, "createI9": "yes"}),
+                true,
+            ),
+            // Una's address is already a login.
+            (
+                format!("/v1/employees/{tom}"),
+                json!({"firstName": "Tom", "lastName": "Probe", "locationId": 3,
+                       "socialSecurityNumber": ssn, "emailAddress": "una@mail.example",
+                       "createLogin": true}),
+                true,
+            ),
+            // No group 999.
+            (
+                "/v1/employees".to_owned(),
+                json!({"firstName": "Vic", "lastName": "Probe", "locationId": 999,
+                       "socialSecurityNumber": ssn}),
+                false,
+            ),
+        ]
+    };
+    for ((path, with_taken, patch), (_, with_free, _)) in
+        probes(taken).into_iter().zip(probes(free))
+    {
+        let send = |body: Value| {
+            let (app, west, path) = (&app, &west, path.clone());
+            async move {
+                if patch {
+                    app.patch_json(&path, west, &body).await
+                } else {
+                    app.post_json(&path, west, &body).await
+                }
+            }
+        };
+        let a = answer(send(with_taken).await).await;
+        let b = answer(send(with_free).await).await;
+        assert_eq!(
+            a, b,
+            "{path}: a taken number answered otherwise than a free one"
+        );
+        assert!(a.0 == 409 || a.0 == 422, "{a:?}");
+    }
+    // Six writes ending in 6789 so far, all refused, none audited as a conflict.
+    let conflicts = || async {
+        sqlx::query_scalar::<_, String>(
+            "SELECT resource_id FROM audit_log WHERE action = 'ssn.conflict' ORDER BY id",
+        )
+        .fetch_all(app.pool())
+        .await
+        .unwrap()
+    };
+    assert!(conflicts().await.is_empty());
+
+    // The seventh goes through to the number check: a 409, audited.
+    let body = json!({"firstName": "Una", "lastName": "Probe", "locationId": 3,
+                      "socialSecurityNumber": taken});
+    let (status, said) = answer(
+        app.patch_json(&format!("/v1/employees/{}", ids[1]), &west, &body)
+            .await,
+    )
+    .await;
+    assert_eq!(status, 409);
+    assert_eq!(
+        said,
+        "socialSecurityNumber already belongs to another employee."
+    );
+    assert_eq!(conflicts().await, vec![maria.to_string()]);
+
+    // The eighth waits, whatever else it holds, and says for how long.
+    let r = app
+        .post_json(
+            "/v1/employees",
+            &west,
+            &json!({"firstName": "Wes", "lastName": "Probe", "locationId": 3,
+                    "socialSecurityNumber": "555-12-6789"}),
+        )
+        .await;
+    assert_eq!(r.status(), 429);
+    let wait: u64 = r.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(wait >= 1, "{wait}");
+    let p: Value = r.json().await.unwrap();
+    assert_eq!(p["type"], "/problems/too-many-requests");
+    // Nothing of it was written.
+    let wes: i64 = sqlx::query_scalar("SELECT count(*) FROM employees WHERE first_name = 'Wes'")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(wes, 0);
+
+    // Other last digits, and a caller who may read numbers whole, go on.
+    let r = app
+        .post_json(
+            "/v1/employees",
+            &west,
+            &json!({"firstName": "Xia", "lastName": "Probe", "locationId": 3,
+                    "socialSecurityNumber": "555-12-4321"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let admin = app.token(ADMIN).await;
+    let r = app
+        .post_json(
+            "/v1/employees",
+            &admin,
+            &json!({"firstName": "Yan", "lastName": "Probe", "locationId": 3,
+                    "socialSecurityNumber": "555-12-6789"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+
+    // Counted per user and last four digits, by key only: two keys, no digits.
+    let rows: Vec<(Vec<u8>, i64)> = sqlx::query_as(
+        "SELECT key, failures FROM throttle WHERE kind = 'ssn_write' ORDER BY failures",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        rows.iter().map(|r| r.1).collect::<Vec<_>>(),
+        vec![1, 7],
+        "4321 once; 6789 seven times (the refused eighth is not counted)"
+    );
+    for (key, _) in rows {
+        assert!(!key.windows(4).any(|w| w == b"6789" || w == b"4321"));
+    }
+}

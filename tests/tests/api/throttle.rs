@@ -66,7 +66,7 @@ fn retry_after(r: &reqwest::Response) -> u64 {
 /// `(failures, blocked now)` of the one row of `kind`.
 async fn row(app: &TestApp, kind: &str) -> (i64, bool) {
     sqlx::query_as(
-        "SELECT failures, coalesce(blocked_until > now(), false) FROM sign_in_throttle WHERE kind = $1",
+        "SELECT failures, coalesce(blocked_until > now(), false) FROM throttle WHERE kind = $1",
     )
     .bind(kind)
     .fetch_one(app.pool())
@@ -75,7 +75,7 @@ async fn row(app: &TestApp, kind: &str) -> (i64, bool) {
 }
 
 async fn rows(app: &TestApp, kind: &str) -> i64 {
-    sqlx::query_scalar("SELECT count(*) FROM sign_in_throttle WHERE kind = $1")
+    sqlx::query_scalar("SELECT count(*) FROM throttle WHERE kind = $1")
         .bind(kind)
         .fetch_one(app.pool())
         .await
@@ -101,7 +101,7 @@ async fn concurrent_failures_are_all_counted_once_each() {
     assert_eq!(row(&app, "address").await, (20, false));
     // The key is an HMAC: the username is nowhere in the table.
     let clear: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM sign_in_throttle
+        "SELECT count(*) FROM throttle
          WHERE position(convert_to('west.hr', 'UTF8') IN key) > 0 OR key = sha256(convert_to('west.hr', 'UTF8'))",
     )
     .fetch_one(app.pool())
@@ -199,10 +199,12 @@ async fn a_sprayer_is_delayed_by_its_address_while_other_addresses_sign_in() {
     assert_eq!(rows(&app, "username").await, (statuses.len() - 1) as i64);
     assert_eq!(rows(&app, "address").await, 1);
     // Hold the delay for the rest of the test.
-    sqlx::query("UPDATE sign_in_throttle SET blocked_until = now() + interval '1 hour' WHERE kind = 'address'")
-        .execute(app.pool())
-        .await
-        .unwrap();
+    sqlx::query(
+        "UPDATE throttle SET blocked_until = now() + interval '1 hour' WHERE kind = 'address'",
+    )
+    .execute(app.pool())
+    .await
+    .unwrap();
     let (failures, blocked) = row(&app, "address").await;
     assert!(blocked);
 
@@ -231,7 +233,7 @@ async fn a_sprayer_is_delayed_by_its_address_while_other_addresses_sign_in() {
 /// Failures of the one delayed address.
 async fn row_of_blocked(app: &TestApp) -> i64 {
     sqlx::query_scalar(
-        "SELECT failures FROM sign_in_throttle WHERE kind = 'address' AND blocked_until > now()",
+        "SELECT failures FROM throttle WHERE kind = 'address' AND blocked_until > now()",
     )
     .fetch_one(app.pool())
     .await
@@ -271,7 +273,7 @@ async fn failed_client_authentication_counts_against_the_address() {
         deadline.again("the guesser's address is delayed").await;
     }
     // Even the right secret waits at that address.
-    sqlx::query("UPDATE sign_in_throttle SET blocked_until = now() + interval '1 hour'")
+    sqlx::query("UPDATE throttle SET blocked_until = now() + interval '1 hour'")
         .execute(app.pool())
         .await
         .unwrap();

@@ -31,6 +31,7 @@ use crate::{
     error::{ApiError, ApiResult, FieldError, Problem},
     idempotency::{self, Outcome, Replay},
     routes::Id,
+    ssn_writes,
     state::AppState,
 };
 
@@ -94,6 +95,7 @@ const SELF_SERVICE_ROLE: &str = "employee self-service";
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Missing scope or permission, or a group the caller cannot see", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "profileId or SSN held by another employee (named only when the caller may see it)", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Writes of SSNs ending in the same four digits by a caller without permission 12 wait; see Retry-After (docs/api.md, \"Social security numbers\")", body = Problem, content_type = "application/problem+json"),
         (status = 413, body = Problem, content_type = "application/problem+json"),
         (status = 415, body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
@@ -133,6 +135,7 @@ pub async fn create(
             return replay_create(&state, &caller, &visibility, replay).await;
         }
     }
+    ssn_writes::admit(&state, &caller, input.ssn.as_ref().and_then(Option::as_ref)).await?;
     // A group outside the caller's own: 422 if it does not exist, else 403.
     // Groups the caller sees exist, so the happy path needs no query here.
     if let Some(Some(group)) = input.int("location_id") {
@@ -146,6 +149,11 @@ pub async fn create(
     require_email(&input, email.is_some(), false, &mut errors);
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
+    }
+    // Before the insert, whose unique index answers for the SSN: a request
+    // refused anyway must not tell whether its number is taken (ssn_writes.rs).
+    if let (true, Some(conn), Some(email)) = (input.create_login, tx.as_mut(), email.as_deref()) {
+        check_login_free(conn, email).await?;
     }
 
     // One statement writes the employee, its period of employment, the audit
@@ -271,6 +279,7 @@ async fn replay_create(
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "Open I-9 with createI9 yes; re-hire of an active employee; profileId or SSN held by another", body = Problem, content_type = "application/problem+json"),
+        (status = 429, description = "Writes of SSNs ending in the same four digits by a caller without permission 12 wait; see Retry-After (docs/api.md, \"Social security numbers\")", body = Problem, content_type = "application/problem+json"),
         (status = 415, body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
     ),
@@ -311,6 +320,7 @@ pub async fn update(
     else {
         return Err(ApiError::NotFound);
     };
+    ssn_writes::admit(&state, &caller, input.ssn.as_ref().and_then(Option::as_ref)).await?;
     check_references(&mut tx, &input, &visibility).await?;
     let period: Option<(i64, Option<NaiveDate>, Option<NaiveDate>)> = sqlx::query_as(
         "SELECT id, start_date, terminated_date FROM employment_periods WHERE employee_id = $1 ORDER BY id DESC LIMIT 1",
@@ -351,7 +361,6 @@ pub async fn update(
             "Only a terminated employee can be re-hired; this one is active.".into(),
         ));
     }
-    check_unique(&mut tx, &state, &caller, &visibility, &input, Some(id)).await?;
     let i9_allowed = match input.i9 {
         Some(wish) => {
             let open = has_open_i9(&mut tx, id).await?;
@@ -365,6 +374,12 @@ pub async fn update(
         }
         None => false,
     };
+    if let (true, None, Some(email)) = (input.create_login, login_id, email.as_deref()) {
+        check_login_free(&mut tx, email).await?;
+    }
+    // Last of the checks: a request refused anyway must not tell whether its
+    // SSN is taken (api/src/ssn_writes.rs).
+    check_unique(&mut tx, &state, &caller, &visibility, &input, Some(id)).await?;
 
     set_columns(&mut tx, &state, &input, id).await?;
     match period {
@@ -562,6 +577,7 @@ pub async fn check_unique(
         .fetch_optional(&mut *tx)
         .await?;
         if let Some((id, location, client)) = holder {
+            ssn_writes::conflict(state, caller, id).await?;
             let named = visibility.sees(location, client) && caller.has(Permission::FullSsn);
             return Err(duplicate("socialSecurityNumber", named.then_some(id)));
         }
@@ -753,19 +769,41 @@ async fn insert_error(
                 Err(err) => err.into(),
             }
         }
+        // The unique index fires before the foreign keys are checked: a
+        // request with a missing reference is refused for that, so that it
+        // does not tell whether its SSN is taken (api/src/ssn_writes.rs).
         Some("employees_profile_id_key" | "employees_ssn_hash_key") => {
             match state.pool.begin().await {
-                Ok(mut conn) => {
-                    match check_unique(&mut conn, state, caller, visibility, input, None).await {
-                        Err(err) => err,
-                        Ok(()) => unique_violation(e),
+                Ok(mut conn) => match check_references(&mut conn, input, visibility).await {
+                    Err(err) => err,
+                    Ok(()) => {
+                        match check_unique(&mut conn, state, caller, visibility, input, None).await
+                        {
+                            Err(err) => err,
+                            Ok(()) => unique_violation(e),
+                        }
                     }
-                }
+                },
                 Err(err) => err.into(),
             }
         }
         _ => unique_violation(e),
     }
+}
+
+/// 409 when `email`, the login a `createLogin` would create, is taken.
+async fn check_login_free(tx: &mut PgConnection, email: &str) -> ApiResult<()> {
+    let taken: bool =
+        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE lower(login) = lower($1))")
+            .bind(email)
+            .fetch_one(&mut *tx)
+            .await?;
+    if taken {
+        return Err(ApiError::Conflict(
+            "emailAddress is already the login of another user.".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// `createLogin` creates the employee's sign-in (login = email address, no
@@ -782,17 +820,7 @@ async fn login(
     }
     if input.create_login && user.is_none() {
         let Some(email) = email else { return Ok(()) };
-        let taken: bool = sqlx::query_scalar(
-            "SELECT EXISTS (SELECT 1 FROM users WHERE lower(login) = lower($1))",
-        )
-        .bind(email)
-        .fetch_one(&mut *tx)
-        .await?;
-        if taken {
-            return Err(ApiError::Conflict(
-                "emailAddress is already the login of another user.".into(),
-            ));
-        }
+        check_login_free(tx, email).await?;
         user = Some(
             sqlx::query_scalar(
                 "INSERT INTO users (login, first_name, last_name, email_address, role_id, employee_id)
