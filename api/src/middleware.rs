@@ -110,6 +110,31 @@ pub async fn problem_details(req: Request, next: Next) -> Response {
     Response::from_parts(parts, body)
 }
 
+/// The request's id (`x-request-id`, the caller's when plain, otherwise
+/// one made for it), for handlers that record it without a [`Caller`]: the
+/// employee pages' audit entries.
+///
+/// [`Caller`]: crate::auth::Caller
+pub struct RequestId(pub Option<String>);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for RequestId {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _: &S,
+    ) -> Result<Self, Self::Rejection> {
+        Ok(RequestId(request_id(&parts.headers)))
+    }
+}
+
+pub fn request_id(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
 /// Keep a caller's `x-request-id` only when it is a plain token (at most 64
 /// of `A-Z a-z 0-9 - _ .`); otherwise drop it so a fresh one is generated.
 /// It ends up in logs and the audit log.

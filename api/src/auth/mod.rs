@@ -210,11 +210,7 @@ impl FromRequestParts<AppState> for Caller {
     ) -> Result<Self, Self::Rejection> {
         let token = bearer_token(parts).ok_or(ApiError::Unauthorized)?;
         let hash = token_hash(token);
-        let request_id = parts
-            .headers
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let request_id = crate::middleware::request_id(&parts.headers);
         let route = parts
             .extensions
             .get::<MatchedPath>()

@@ -12,7 +12,7 @@ use i9_common::crypto::token_hash;
 
 use i9_common::html::escape;
 
-use crate::{error::ApiError, page_security, state::AppState};
+use crate::{error::ApiError, middleware::RequestId, page_security, state::AppState};
 
 fn page(status: StatusCode, title: &str, body: &str) -> Response {
     page_lang(status, "en", title, body, None)
@@ -137,6 +137,7 @@ pub async fn set_password_form(
 
 pub async fn set_password(
     State(state): State<AppState>,
+    RequestId(request_id): RequestId,
     token: Result<Path<String>, PathRejection>,
     body: Bytes,
 ) -> Result<Response, ApiError> {
@@ -206,10 +207,11 @@ pub async fn set_password(
         .execute(&mut *tx)
         .await?;
     sqlx::query(
-        "INSERT INTO audit_log (user_id, action, resource_type, resource_id) VALUES ($1, 'password.set', 'user', $2)",
+        "INSERT INTO audit_log (user_id, action, resource_type, resource_id, request_id) VALUES ($1, 'password.set', 'user', $2, $3)",
     )
     .bind(user_id)
     .bind(user_id.to_string())
+    .bind(&request_id)
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;

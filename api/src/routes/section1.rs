@@ -25,7 +25,7 @@ use i9_common::{
 use serde::Deserialize;
 
 use super::pages::page_lang;
-use crate::{error::ApiError, state::AppState};
+use crate::{error::ApiError, middleware::RequestId, state::AppState};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Lang {
@@ -457,6 +457,7 @@ const FIELDS: &[(&str, usize)] = &[
 
 pub async fn sign(
     State(state): State<AppState>,
+    RequestId(request_id): RequestId,
     token: Result<Path<String>, PathRejection>,
     q: Result<Query<LangQuery>, QueryRejection>,
     body: Bytes,
@@ -639,8 +640,9 @@ pub async fn sign(
     if used.rows_affected() != 1 || updated.rows_affected() != 1 {
         return Ok(invalid()); // used a moment ago by another submission
     }
-    sqlx::query("INSERT INTO audit_log (action, resource_type, resource_id, detail) VALUES ('i9.section1', 'i9', $1, $2)")
+    sqlx::query("INSERT INTO audit_log (action, resource_type, resource_id, request_id, detail) VALUES ('i9.section1', 'i9', $1, $2, $3)")
         .bind(i9.to_string())
+        .bind(&request_id)
         .bind(serde_json::json!({ "attestation": attestation }))
         .execute(&mut *tx)
         .await?;

@@ -90,12 +90,20 @@ async fn the_employee_signs_section_1_and_returns_to_the_partner() {
     let r = app
         .http
         .post(&link)
+        .header("x-request-id", "sign-s1-1")
         .form(&good_form())
         .send()
         .await
         .unwrap();
     assert_eq!(r.status(), 303);
     assert_eq!(r.headers()["location"], "https://ats.example/done/8812");
+    // One audit entry, with the request's id.
+    let audited: Vec<Option<String>> =
+        sqlx::query_scalar("SELECT request_id FROM audit_log WHERE action = 'i9.section1'")
+            .fetch_all(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(audited, vec![Some("sign-s1-1".to_owned())]);
     let row: (String, Option<String>, Option<chrono::NaiveDate>) = sqlx::query_as(
         "SELECT status, attestation, signed_date_employee FROM i9s WHERE employee_id = $1",
     )

@@ -360,15 +360,26 @@ async fn the_set_password_page_waits_for_a_hashing_turn_like_the_token_endpoint(
     assert_eq!(used, 0, "the link is not spent");
 
     drop(held);
-    let r = app.http.post(&url).form(&form).send().await.unwrap();
+    let r = app
+        .http
+        .post(&url)
+        .header("x-request-id", "set-password-1")
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
     assert_ne!(hash_of_west().await, before);
-    let set: i64 =
-        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = 'password.set'")
-            .fetch_one(app.pool())
+    let set: Vec<Option<String>> =
+        sqlx::query_scalar("SELECT request_id FROM audit_log WHERE action = 'password.set'")
+            .fetch_all(app.pool())
             .await
             .unwrap();
-    assert_eq!(set, 1);
+    assert_eq!(
+        set,
+        vec![Some("set-password-1".to_owned())],
+        "one entry, with the request's id"
+    );
     let r = app.http.post(&url).form(&form).send().await.unwrap();
     assert_eq!(r.status(), 404, "the link works once");
 }
