@@ -90,9 +90,14 @@ pub async fn claim(
     path: &str,
     body: &[u8],
 ) -> Result<Option<Replay>, ApiError> {
-    // Keyed: the body may hold an SSN and a date of birth.
-    let request = [path.as_bytes(), b"\n", body].concat();
+    // The same request is the same JSON, however it is spaced or its members
+    // ordered: a client retrying from other code gets its replay. Keyed: the
+    // body may hold an SSN and a date of birth.
+    let canonical = canonical_json(body);
+    let request = [path.as_bytes(), b"\n", canonical.as_deref().unwrap_or(body)].concat();
     let hash = cipher.request_fingerprint(&request);
+    // Records made before requests were compared as JSON: their raw bytes.
+    let raw = [path.as_bytes(), b"\n", body].concat();
     sqlx::query(
         "DELETE FROM idempotency_keys WHERE user_id = $1 AND idempotency_key = $2 AND created_at < now() - interval '24 hours'",
     )
@@ -128,7 +133,9 @@ pub async fn claim(
     .bind(key)
     .fetch_one(&mut *tx)
     .await?;
-    if !cipher.request_fingerprint_matches(&stored_hash, &request) {
+    if !cipher.request_fingerprint_matches(&stored_hash, &request)
+        && !cipher.request_fingerprint_matches(&stored_hash, &raw)
+    {
         return Err(ApiError::Validation(vec![FieldError::new(
             "Idempotency-Key",
             "reused",
@@ -206,4 +213,67 @@ async fn save(
     .execute(&mut *tx)
     .await?;
     Ok(())
+}
+
+/// `body` as JSON written one way: members in key order, no white space.
+/// `None` when it is not JSON (the write refuses it before this matters).
+fn canonical_json(body: &[u8]) -> Option<Vec<u8>> {
+    fn write(value: &serde_json::Value, out: &mut Vec<u8>) -> serde_json::Result<()> {
+        match value {
+            serde_json::Value::Object(members) => {
+                let mut members: Vec<_> = members.iter().collect();
+                members.sort_by(|a, b| a.0.cmp(b.0));
+                out.push(b'{');
+                for (i, (name, value)) in members.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    serde_json::to_writer(&mut *out, name)?;
+                    out.push(b':');
+                    write(value, out)?;
+                }
+                out.push(b'}');
+            }
+            serde_json::Value::Array(items) => {
+                out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write(item, out)?;
+                }
+                out.push(b']');
+            }
+            scalar => serde_json::to_writer(&mut *out, scalar)?,
+        }
+        Ok(())
+    }
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    let mut out = Vec::with_capacity(body.len());
+    write(&value, &mut out).ok()?;
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::canonical_json;
+
+    #[test]
+    fn the_same_json_is_written_one_way() {
+        let a = canonical_json(br#"{"lastName":"Ivy","firstName":"Ana","n":[1,{"b":2,"a":1}]}"#);
+        let b = canonical_json(
+            b"{ \"firstName\" : \"Ana\",\n  \"n\": [1, {\"a\": 1, \"b\": 2}], \"lastName\": \"Ivy\" }",
+        );
+        assert_eq!(a, b);
+        assert_eq!(
+            a.unwrap(),
+            br#"{"firstName":"Ana","lastName":"Ivy","n":[1,{"a":1,"b":2}]}"#
+        );
+        assert_ne!(
+            canonical_json(br#"{"a":"1"}"#),
+            canonical_json(br#"{"a":1}"#),
+            "another value is another request"
+        );
+        assert_eq!(canonical_json(b"not json"), None);
+    }
 }

@@ -639,6 +639,32 @@ async fn an_idempotency_key_replays_the_first_response() {
     assert_eq!(again, first, "the same body, the same Section 1 link");
     assert_eq!(counts(&app).await.0, 4, "one employee");
     assert_eq!(counts(&app).await.3, 1, "one I-9 request");
+    // The same JSON from other client code: members reordered, other spacing.
+    let members = body.as_object().unwrap();
+    let mut names: Vec<&String> = members.keys().collect();
+    names.reverse();
+    let respelled = format!(
+        "{{ {} }}",
+        names
+            .iter()
+            .map(|n| format!("{} :  {}", json!(n), members[*n]))
+            .collect::<Vec<_>>()
+            .join(" ,\n ")
+    );
+    let retried = app
+        .http
+        .post(app.url("/v1/employees"))
+        .bearer_auth(&token)
+        .header("idempotency-key", "key-1")
+        .header("content-type", "application/json")
+        .body(respelled)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(retried.status(), 201);
+    assert_eq!(retried.headers()["idempotent-replayed"], "true");
+    assert_eq!(retried.json::<Value>().await.unwrap(), first);
+    assert_eq!(counts(&app).await.0, 4, "still one employee");
 
     let mut other = ana();
     other["jobTitle"] = json!("Driver");
