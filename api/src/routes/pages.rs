@@ -8,7 +8,10 @@ use axum::{
     http::StatusCode,
     response::{Html, IntoResponse, Response},
 };
-use i9_common::crypto::token_hash;
+use i9_common::{
+    crypto::token_hash,
+    domain::password::{self, Weakness, MAX_CHARS, MIN_CHARS},
+};
 
 use i9_common::html::escape;
 
@@ -51,12 +54,17 @@ pub(crate) fn page_lang(
     r
 }
 
-const MIN_PASSWORD: usize = 12;
-
 /// A set-password token that is known, unused and unexpired: its user's login.
-async fn password_token(state: &AppState, token: &str) -> Result<Option<(i64, String)>, ApiError> {
+/// The user a set-password link is for: id, login, and what a password must
+/// not lean on (login, names, email).
+async fn password_token(
+    state: &AppState,
+    token: &str,
+) -> Result<Option<(i64, String, Vec<String>)>, ApiError> {
     Ok(sqlx::query_as(
-        "SELECT u.id, u.login FROM password_set_tokens t JOIN users u ON u.id = t.user_id
+        "SELECT u.id, u.login,
+                ARRAY_REMOVE(ARRAY[u.login, u.first_name, u.last_name, u.email_address], NULL)
+         FROM password_set_tokens t JOIN users u ON u.id = t.user_id
          WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > now() AND NOT u.retired",
     )
     .bind(token_hash(token))
@@ -70,6 +78,24 @@ pub(crate) fn invalid_link() -> Response {
         "This link does not work",
         "<p>The link is wrong, was already used, or has expired. Ask your employer for a new one.</p>",
     )
+}
+
+/// What the page says of a refused password.
+fn weakness_message(weakness: Weakness) -> String {
+    match weakness {
+        Weakness::TooShort => format!("The password needs at least {MIN_CHARS} characters."),
+        Weakness::TooLong => format!("The password may have at most {MAX_CHARS} characters."),
+        Weakness::Guessable(advice) => {
+            let mut m =
+                "This password is too easy to guess. A few unrelated words make a strong one."
+                    .to_owned();
+            if let Some(advice) = advice {
+                m.push(' ');
+                m.push_str(&advice);
+            }
+            m
+        }
+    }
 }
 
 /// Every hashing turn stayed taken: the form is not lost, the employee
@@ -103,10 +129,10 @@ fn password_form(login: &str, errors: &[(&str, &str)]) -> String {
         }
     };
     format!(
-        "<p>Your login is <strong>{login}</strong>. Choose a password of at least {MIN_PASSWORD} characters.</p>\
+        "<p>Your login is <strong>{login}</strong>. Choose a password of at least {MIN_CHARS} characters.</p>\
          <form method=\"post\">\
          <label for=\"password\">New password</label>\
-         <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"new-password\" required minlength=\"{MIN_PASSWORD}\"{d1}>{e1}\
+         <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"new-password\" required minlength=\"{MIN_CHARS}\"{d1}>{e1}\
          <label for=\"confirm\">Repeat the password</label>\
          <input id=\"confirm\" name=\"confirm\" type=\"password\" autocomplete=\"new-password\" required{d2}>{e2}\
          <button type=\"submit\">Set password</button></form>",
@@ -126,7 +152,7 @@ pub async fn set_password_form(
         return Ok(invalid_link());
     };
     match password_token(&state, &token).await? {
-        Some((_, login)) => Ok(page(
+        Some((_, login, _)) => Ok(page(
             StatusCode::OK,
             "Set your password",
             &password_form(&login, &[]),
@@ -144,7 +170,7 @@ pub async fn set_password(
     let Ok(Path(token)) = token else {
         return Ok(invalid_link());
     };
-    let Some((user_id, login)) = password_token(&state, &token).await? else {
+    let Some((user_id, login, personal)) = password_token(&state, &token).await? else {
         return Ok(invalid_link());
     };
     let (form, unreadable) = crate::text::decode_form(&body);
@@ -156,27 +182,27 @@ pub async fn set_password(
     };
     let (password, confirm) = (get("password").to_owned(), get("confirm"));
     // Not UTF-8, or with NUL: a password nobody could sign in with (text.rs).
-    let mut errors: Vec<(&str, &str)> = ["password", "confirm"]
+    let mut errors: Vec<(&str, String)> = ["password", "confirm"]
         .into_iter()
         .filter(|field| unreadable.iter().any(|u| u.field == *field))
         .map(|field| {
             (
                 field,
-                "This holds characters that cannot be used; type it again.",
+                "This holds characters that cannot be used; type it again.".to_owned(),
             )
         })
         .collect();
     if errors.is_empty() {
-        if password.chars().count() < MIN_PASSWORD {
-            errors.push(("password", "The password needs at least 12 characters."));
-        } else if password.chars().count() > 256 {
-            errors.push(("password", "The password may have at most 256 characters."));
+        let personal: Vec<&str> = personal.iter().map(String::as_str).collect();
+        if let Err(weakness) = password::check(&password, &personal) {
+            errors.push(("password", weakness_message(weakness)));
         }
         if confirm != password {
-            errors.push(("confirm", "The two passwords differ."));
+            errors.push(("confirm", "The two passwords differ.".to_owned()));
         }
     }
     if !errors.is_empty() {
+        let errors: Vec<(&str, &str)> = errors.iter().map(|(f, m)| (*f, m.as_str())).collect();
         return Ok(page(
             StatusCode::UNPROCESSABLE_ENTITY,
             "Set your password",

@@ -2,6 +2,7 @@
 
 pub mod calendar;
 mod date;
+pub mod password;
 mod permission;
 mod ssn;
 mod status;

@@ -132,6 +132,25 @@ async fn the_login_email_carries_the_login_and_a_one_time_link() {
             .contains("id=\"password-error\""),
         "the error sits by its field"
     );
+    // Long enough but guessable: twelve spaces, a common password, the login.
+    for weak in ["            ", "password1234", "lee.park@mail.example"] {
+        let r = app
+            .http
+            .post(&link)
+            .form(&[("password", weak), ("confirm", weak)])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 422, "{weak:?}");
+        let html = r.text().await.unwrap();
+        assert!(html.contains("too easy to guess"), "{weak:?}: {html}");
+    }
+    let unspent: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM password_set_tokens WHERE used_at IS NULL")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(unspent, 1, "the link is not spent by a refused password");
     let ok = app
         .http
         .post(&link)
