@@ -140,9 +140,33 @@ impl ApiError {
         }
     }
 
-    /// [`Self::or_unavailable`], then [`Self::or_bad_input`].
+    /// An internal error caused by a write racing another: a unique
+    /// violation no handler mapped to its own 409 (the other write won: 409),
+    /// or a deadlock or serialization failure (transient: 503, retry).
+    pub fn or_race(self) -> Self {
+        match self {
+            ApiError::Internal(e) => match sqlstate(&e).as_deref() {
+                Some("23505") => {
+                    tracing::warn!(sqlstate = "23505", "a write lost a race with another");
+                    ApiError::Conflict(
+                        "The request conflicts with another made at the same time; \
+                         read the resource again before you retry."
+                            .into(),
+                    )
+                }
+                Some(code @ ("40001" | "40P01")) => {
+                    tracing::warn!(sqlstate = %code, "a transaction was rolled back by a conflict");
+                    ApiError::Unavailable
+                }
+                _ => ApiError::Internal(e),
+            },
+            other => other,
+        }
+    }
+
+    /// [`Self::or_unavailable`], [`Self::or_bad_input`], then [`Self::or_race`].
     pub fn classified(self) -> Self {
-        self.or_unavailable().or_bad_input()
+        self.or_unavailable().or_bad_input().or_race()
     }
 
     pub fn bad_query(errors: Vec<FieldError>) -> Self {
@@ -218,6 +242,16 @@ fn unavailable_cause(e: &anyhow::Error) -> Option<&sqlx::Error> {
 
 /// The SQLSTATE of the first database error in `e`'s chain that only a
 /// client's value can cause.
+/// The SQLSTATE of the first database error in `e`'s chain.
+fn sqlstate(e: &anyhow::Error) -> Option<String> {
+    e.chain()
+        .filter_map(|c| c.downcast_ref::<sqlx::Error>())
+        .find_map(|c| match c {
+            sqlx::Error::Database(db) => db.code().map(|code| code.into_owned()),
+            _ => None,
+        })
+}
+
 fn client_input_sqlstate(e: &anyhow::Error) -> Option<String> {
     e.chain()
         .filter_map(|c| c.downcast_ref::<sqlx::Error>())

@@ -118,6 +118,9 @@ pub enum UrlProblem {
     NotHttpUrl,
     /// `http` while private callbacks are not allowed.
     HttpsRequired,
+    /// A user name or password in the URL (`https://user:pass@host/`):
+    /// stored and sent in clear, and shown in the browser's address bar.
+    Credentials,
     /// A literal address a callback may not reach.
     Blocked(Blocked),
 }
@@ -128,6 +131,7 @@ impl UrlProblem {
         match self {
             UrlProblem::NotHttpUrl => "invalid_format",
             UrlProblem::HttpsRequired => "https_required",
+            UrlProblem::Credentials => "credentials_in_url",
             UrlProblem::Blocked(_) => "forbidden_address",
         }
     }
@@ -138,6 +142,9 @@ impl std::fmt::Display for UrlProblem {
         match self {
             UrlProblem::NotHttpUrl => f.write_str("must be an absolute https URL"),
             UrlProblem::HttpsRequired => f.write_str("must be an https URL"),
+            UrlProblem::Credentials => {
+                f.write_str("must not hold a user name or password (user:password@)")
+            }
             UrlProblem::Blocked(b) => write!(f, "must not be a {b} address"),
         }
     }
@@ -148,6 +155,9 @@ fn http_url(url: &str, allow_http: bool) -> Result<url::Url, UrlProblem> {
         return Err(UrlProblem::NotHttpUrl);
     }
     let parsed = url::Url::parse(url).map_err(|_| UrlProblem::NotHttpUrl)?;
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(UrlProblem::Credentials);
+    }
     match parsed.scheme() {
         "https" if parsed.host().is_some() => Ok(parsed),
         "http" if parsed.host().is_some() && allow_http => Ok(parsed),
@@ -185,6 +195,31 @@ mod tests {
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
+    }
+
+    #[test]
+    fn urls_with_credentials_are_refused_whatever_else_is_allowed() {
+        for url in [
+            "https://user:pw@ats.example/x",
+            "https://user@ats.example/x",
+            "https://:pw@ats.example/x",
+            "http://user:pw@127.0.0.1:9099/i9-status",
+        ] {
+            assert_eq!(
+                check_browser_url(url, true),
+                Err(UrlProblem::Credentials),
+                "{url}"
+            );
+            assert_eq!(
+                check_callback_url(url, true).err(),
+                Some(UrlProblem::Credentials),
+                "{url}"
+            );
+        }
+        assert_eq!(
+            check_browser_url("https://ats.example/x?user=a@b", false),
+            Ok(())
+        );
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub async fn connect(
                 "refused: the callback URL names a {b} address (ALLOW_PRIVATE_CALLBACKS is off)"
             ),
             UrlProblem::NotHttpUrl => "refused: the callback URL is not an http(s) URL".into(),
+            UrlProblem::Credentials => {
+                "refused: the callback URL holds a user name or password".into()
+            }
         })
     })?;
     let port = parsed.port_or_known_default().unwrap_or(443);

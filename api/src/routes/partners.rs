@@ -136,14 +136,26 @@ pub async fn section1(
     }
     ssn_writes::admit(&state, &caller, input.ssn.as_ref().and_then(Option::as_ref)).await?;
     check_references(&mut tx, &input, &visibility).await?;
-    let existing: Option<(i64, Option<NaiveDate>)> = sqlx::query_as(
-        "SELECT e.id, (SELECT terminated_date FROM employment_periods p WHERE p.employee_id = e.id ORDER BY p.id DESC LIMIT 1)
+    let existing: Option<(i64, Option<NaiveDate>, i64)> = sqlx::query_as(
+        "SELECT e.id, (SELECT terminated_date FROM employment_periods p WHERE p.employee_id = e.id ORDER BY p.id DESC LIMIT 1),
+                e.location_id
          FROM employees e WHERE e.integration_client_id = $1 AND e.integration_candidate_id = $2 FOR UPDATE",
     )
     .bind(caller.client_id)
     .bind(&candidate)
     .fetch_optional(&mut *tx)
     .await?;
+    // The employer may have moved the candidate's employee out of the
+    // partner's reach: a partner never writes what it cannot read.
+    if let Some((id, _, location)) = existing {
+        if !visibility.sees(location, Some(caller.client_id)) {
+            return Err(ApiError::Forbidden(format!(
+                "Candidate {candidate} is employee {id}, which the employer has placed outside \
+                 your client's reach; it can no longer be changed through the partner operation."
+            )));
+        }
+    }
+    let existing = existing.map(|(id, terminated, _)| (id, terminated));
     let start = input.start_date.flatten();
     let (id, action) = match existing {
         None => {
@@ -210,7 +222,8 @@ pub async fn section1(
     .bind(&state.config.public_base_url)
     .bind(&input.return_url)
     .execute(&mut *tx)
-    .await?;
+    .await
+    .map_err(unique_violation)?;
     let (request, link) = request_i9(&mut tx, &state, id, remote).await?;
     sqlx::query(
         "INSERT INTO audit_log (user_id, client_id, action, resource_type, resource_id, request_id, detail)

@@ -250,6 +250,21 @@ async fn postgres_refusing_a_clients_value_is_a_400_and_anything_else_stays_opaq
         .await
         .unwrap_err();
     assert!(matches!(ApiError::from(e), ApiError::Internal(_)));
+    // A write that lost a race no handler maps (a unique index): a 409; a
+    // transaction rolled back by a conflict: a 503, to retry.
+    sqlx::query("CREATE UNIQUE INDEX ON t (short)")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let twice = "INSERT INTO t (short) VALUES ('ab')";
+    sqlx::query(twice).execute(&mut *conn).await.unwrap();
+    let e = sqlx::query(twice).execute(&mut *conn).await.unwrap_err();
+    assert!(matches!(ApiError::from(e), ApiError::Conflict(_)));
+    let e = sqlx::query("DO $$ BEGIN RAISE EXCEPTION 'x' USING ERRCODE = '40P01'; END $$")
+        .execute(&mut *conn)
+        .await
+        .unwrap_err();
+    assert!(matches!(ApiError::from(e), ApiError::Unavailable));
 }
 
 async fn employees(app: &TestApp) -> i64 {

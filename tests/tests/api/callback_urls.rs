@@ -86,3 +86,29 @@ async fn an_http_return_url_is_taken_when_private_callbacks_are_allowed() {
         [("employeeReturnUrl".to_owned(), "invalid_format".to_owned())]
     );
 }
+
+/// A return URL holding a user name or password is refused however the
+/// deployment is set (partner trial): it would be stored and sent in clear.
+#[tokio::test]
+async fn a_return_url_with_credentials_is_refused_even_when_private_callbacks_are_allowed() {
+    let app = spawn_app_with(|c| c.allow_private_callbacks = true).await;
+    for url in [
+        "https://user:pw@ats.example/done/1",
+        "https://user@ats.example/done/1",
+        "http://user:pw@127.0.0.1:9099/done",
+    ] {
+        let r = push(&app, &hire("cand-creds", url)).await;
+        assert_eq!(r.status(), 422, "{url}");
+        let p: Value = r.json().await.unwrap();
+        assert_eq!(
+            errors(&p),
+            [(
+                "employeeReturnUrl".to_owned(),
+                "credentials_in_url".to_owned()
+            )],
+            "{url}"
+        );
+        assert!(!p.to_string().contains("pw@"), "the URL is not echoed");
+    }
+    assert_eq!(employees_of(&app, "cand-creds").await, 0, "nothing written");
+}

@@ -456,3 +456,74 @@ async fn a_partners_conflict_names_no_record_it_cannot_see() {
         "nothing written by the refused calls"
     );
 }
+
+/// Pushes of one new candidate at once, without an Idempotency-Key (partner
+/// trial): one creates it, the others get a 409, never a 500.
+#[tokio::test]
+async fn concurrent_pushes_of_one_new_candidate_create_it_once_and_answer_409_to_the_rest() {
+    let app = spawn_app().await;
+    let token = partner_token(&app).await;
+    let mut body = candidate("cand-race");
+    body.as_object_mut().unwrap().remove("socialSecurityNumber");
+    let answers = futures_util::future::join_all((0..6).map(|_| push(&app, &token, &body))).await;
+    let mut statuses: Vec<u16> = answers.iter().map(|r| r.status().as_u16()).collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses, [201, 409, 409, 409, 409, 409]);
+    let employees: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM employees WHERE integration_candidate_id = 'cand-race'",
+    )
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(employees, 1);
+}
+
+/// The employer moved the partner's employee out of the partner's reach: a
+/// re-push of its candidate is refused (403) and changes nothing (partner
+/// trial), as any write outside a partner's reach is.
+#[tokio::test]
+async fn a_partner_cannot_write_to_its_candidate_once_the_employer_moved_it_out_of_reach() {
+    let app = spawn_app().await;
+    let token = partner_token(&app).await;
+    let r = push(&app, &token, &candidate("cand-moved")).await;
+    assert_eq!(r.status(), 201);
+    let id = r.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+    let admin = app.sign_in_with(PORTAL, ADMIN, None).await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = app
+        .patch_json(
+            &format!("/v1/employees/{id}"),
+            &admin,
+            &json!({"firstName": "Ana", "lastName": "Diaz", "locationId": 6}),
+        )
+        .await;
+    assert_eq!(r.status(), 200, "moved to Boston Office");
+    assert_eq!(
+        get_status(&app, &token, &format!("/v1/employees/{id}")).await,
+        404
+    );
+
+    let mut again = candidate("cand-moved");
+    again["startDate"] = json!("2027-01-04");
+    let r = push(&app, &token, &again).await;
+    assert_eq!(r.status(), 403);
+    let p: Value = r.json().await.unwrap();
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains("outside your client's reach"),
+        "{p}"
+    );
+    let (location, requests): (i64, i64) = sqlx::query_as(
+        "SELECT location_id, (SELECT count(*) FROM i9_requests WHERE employee_id = e.id)
+         FROM employees e WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!((location, requests), (6, 1), "not moved back, no new I-9");
+}

@@ -244,7 +244,8 @@ async fn every_error_that_means_the_database_is_unavailable_is_a_503_even_inside
         e.as_database_error().and_then(|d| d.code()).as_deref(),
         Some("23505")
     );
-    assert_eq!(wrapped_status(e), 500);
+    // A write that lost a race with another: a conflict, not unavailability.
+    assert_eq!(wrapped_status(e), 409);
 }
 
 #[tokio::test]

@@ -504,6 +504,13 @@ fn apply(
                                 "Must be an https URL.",
                             ));
                         }
+                        Err(UrlProblem::Credentials) => {
+                            return Err(FieldError::new(
+                                key,
+                                "credentials_in_url",
+                                "Must not hold a user name or password (user:password@).",
+                            ));
+                        }
                         Err(_) => {
                             return Err(FieldError::new(
                                 key,

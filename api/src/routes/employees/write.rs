@@ -607,6 +607,13 @@ pub fn unique_violation(e: sqlx::Error) -> ApiError {
             Some("users_login_key") => {
                 ApiError::Conflict("emailAddress is already the login of another user.".into())
             }
+            // Two partner pushes of one new candidate at once: the other won.
+            Some("employees_integration_candidate_key") => ApiError::Conflict(
+                "Another request created this candidate a moment ago, and its answer carried \
+                 the Section 1 link. Send each push with an Idempotency-Key: a repeated push then \
+                 gets the first answer again."
+                    .into(),
+            ),
             _ => e.into(),
         },
         _ => e.into(),
