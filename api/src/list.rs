@@ -4,7 +4,7 @@
 use chrono::NaiveDate;
 use i9_common::{
     crypto::DataCipher,
-    domain::{parse_date, Ssn},
+    domain::{parse_date, Ssn, SsnError},
 };
 use serde::Serialize;
 use sqlx::{postgres::PgRow, FromRow, PgPool, Postgres, QueryBuilder};
@@ -383,7 +383,16 @@ fn parse_value(spec: &FilterSpec, value: &str) -> Result<FilterValue, FieldError
         // The value itself never appears in an error.
         FilterKind::Ssn(_) => Ssn::parse(value.trim())
             .map(FilterValue::Ssn)
-            .map_err(|_| FieldError::new(name, "invalid_format", "Must be written ###-##-####.")),
+            .map_err(|e| match e {
+                SsnError::Format => {
+                    FieldError::new(name, "invalid_format", "Must be written ###-##-####.")
+                }
+                SsnError::Invalid => FieldError::new(
+                    name,
+                    "invalid_value",
+                    "Is not a number the SSA issues (area 000, 666 or 9xx, group 00 or serial 0000).",
+                ),
+            }),
     }
 }
 
@@ -413,6 +422,18 @@ mod tests {
         assert_eq!((q.page, q.page_size), (1, 50));
         let q = ListQuery::parse(Some("page_size=500&page=3"), SPECS).unwrap();
         assert_eq!((q.page, q.page_size, q.offset()), (3, 50, 100));
+    }
+
+    #[test]
+    fn a_never_issued_ssn_is_told_apart_from_a_malformed_one() {
+        let codes = |query: &str| match ListQuery::parse(Some(query), SPECS).unwrap_err() {
+            ApiError::BadRequest { errors, .. } => {
+                errors.into_iter().map(|e| e.code).collect::<Vec<_>>()
+            }
+            other => panic!("unexpected {other:?}"),
+        };
+        assert_eq!(codes("socialSecurityNumber=666-45-6789"), ["invalid_value"]);
+        assert_eq!(codes("socialSecurityNumber=123456789"), ["invalid_format"]);
     }
 
     #[test]

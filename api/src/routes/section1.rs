@@ -18,7 +18,7 @@ use axum::{
 use chrono::{NaiveDate, Utc};
 use i9_common::{
     crypto::{token_hash, Purpose},
-    domain::{parse_date, Ssn},
+    domain::{parse_date, Ssn, SsnError},
     events,
     html::escape,
 };
@@ -71,6 +71,7 @@ struct Text {
     required: &'static str,
     bad_date: &'static str,
     bad_ssn: &'static str,
+    never_issued_ssn: &'static str,
     sign_mismatch: &'static str,
     need_a_number: &'static str,
     need_alien_doc: &'static str,
@@ -118,6 +119,7 @@ const EN: Text = Text {
     required: "This field is required.",
     bad_date: "Enter a real date, YYYY-MM-DD or MM/DD/YYYY.",
     bad_ssn: "Enter the number as ###-##-####.",
+    never_issued_ssn: "This is not a number the Social Security Administration issues; check it on your card.",
     sign_mismatch: "Type your first and last name exactly as entered above.",
     need_a_number: "A lawful permanent resident gives the USCIS A-Number.",
     need_alien_doc: "Give an A-Number, a Form I-94 admission number, or a foreign passport number with its country.",
@@ -165,6 +167,7 @@ const ES: Text = Text {
     required: "Este campo es obligatorio.",
     bad_date: "Escriba una fecha válida, AAAA-MM-DD o MM/DD/AAAA.",
     bad_ssn: "Escriba el número como ###-##-####.",
+    never_issued_ssn: "La Administración del Seguro Social no emite este número; compruébelo en su tarjeta.",
     sign_mismatch: "Escriba su nombre y apellido tal como arriba.",
     need_a_number: "Un residente permanente legal indica el número A de USCIS.",
     need_alien_doc: "Indique un número A, un número de admisión del I-94, o un pasaporte extranjero con su país.",
@@ -533,8 +536,12 @@ pub async fn sign(
         "" => None,
         s => match Ssn::parse(s) {
             Ok(v) => Some(v),
-            Err(_) => {
-                errors.push(("socialSecurityNumber", t.bad_ssn));
+            Err(e) => {
+                let message = match e {
+                    SsnError::Format => t.bad_ssn,
+                    SsnError::Invalid => t.never_issued_ssn,
+                };
+                errors.push(("socialSecurityNumber", message));
                 None
             }
         },
