@@ -4,6 +4,7 @@
 
 pub mod log_scan;
 pub mod logs;
+pub mod private_postgres;
 pub mod proxy;
 pub mod receiver;
 pub mod smtp;

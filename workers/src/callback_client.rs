@@ -52,7 +52,7 @@ pub fn describe(e: &reqwest::Error, url: &str) -> String {
     let mut source = std::error::Error::source(e);
     while let Some(cause) = source {
         let mut text = cause.to_string();
-        if is_tls(cause) {
+        if i9_common::tls::is_tls_failure(cause) {
             text = format!("TLS: {text}");
         }
         // Wrappers often repeat their cause's text, or only the kind
@@ -83,20 +83,6 @@ pub fn describe(e: &reqwest::Error, url: &str) -> String {
         text.truncate(end);
     }
     text
-}
-
-/// A TLS failure (a certificate that does not verify, a server that does
-/// not speak TLS), as rustls reports it inside an I/O error.
-fn is_tls(cause: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cause = cause;
-    // I/O errors wrap one another (tokio-rustls's around rustls's).
-    while let Some(inner) = cause
-        .downcast_ref::<std::io::Error>()
-        .and_then(std::io::Error::get_ref)
-    {
-        cause = inner;
-    }
-    cause.is::<rustls::Error>()
 }
 
 /// The URL to post to and a client that reaches only its checked addresses.
