@@ -236,3 +236,41 @@ pub async fn track_metrics(req: Request, next: Next) -> Response {
         .record(start.elapsed().as_secs_f64());
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::{routing::get, Router};
+    use tower::ServiceExt;
+
+    /// On tokio's paused clock: the handler's wait passes at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_request_past_the_time_limit_is_a_503_that_says_why() {
+        let app = Router::new()
+            .route(
+                "/slow",
+                get(|| async {
+                    tokio::time::sleep(REQUEST_TIME_LIMIT + Duration::from_secs(1)).await;
+                    "done"
+                }),
+            )
+            .route("/quick", get(|| async { "done" }))
+            .layer(axum::middleware::from_fn(request_time_limit));
+        let get = |path: &str| Request::get(path).body(Body::empty()).unwrap();
+        let slow = app.clone().oneshot(get("/slow")).await.unwrap();
+        assert_eq!(slow.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(slow.headers()[header::RETRY_AFTER], "5");
+        let body = axum::body::to_bytes(slow.into_body(), 4096).await.unwrap();
+        let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(problem["type"], "/problems/unavailable");
+        assert!(
+            problem["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("The request ran longer than 30 s and was stopped"),
+            "{problem}"
+        );
+        let quick = app.oneshot(get("/quick")).await.unwrap();
+        assert_eq!(quick.status(), StatusCode::OK);
+    }
+}
