@@ -107,12 +107,13 @@ struct Errors {
 impl ApiError {
     /// [`ApiError::Unavailable`] when an internal error's chain holds a
     /// database error that means "not available right now"; else unchanged.
-    /// The cause is logged here, since `Unavailable` carries none.
+    /// The cause is counted and logged here (`crate::overload`), since
+    /// `Unavailable` carries none.
     pub fn or_unavailable(self) -> Self {
         match self {
             ApiError::Internal(e) => match unavailable_cause(&e) {
                 Some(cause) => {
-                    tracing::warn!(error = %cause, "database unavailable");
+                    crate::overload::database_unavailable(cause);
                     ApiError::Unavailable
                 }
                 None => ApiError::Internal(e),
@@ -221,7 +222,8 @@ impl ApiError {
             ApiError::Unavailable => (
                 StatusCode::SERVICE_UNAVAILABLE,
                 "unavailable",
-                "The service is temporarily unavailable; retry later.".into(),
+                "The database is not available right now; retry after the time in Retry-After."
+                    .into(),
             ),
             ApiError::Internal(_) => (
                 StatusCode::INTERNAL_SERVER_ERROR,

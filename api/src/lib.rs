@@ -10,6 +10,7 @@ pub mod hashing;
 pub mod idempotency;
 pub mod list;
 pub mod middleware;
+pub mod overload;
 pub mod page_security;
 pub mod routes;
 pub mod server;
@@ -33,7 +34,7 @@ use tower_http::{
     catch_panic::CatchPanicLayer,
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
     set_header::SetResponseHeaderLayer,
-    timeout::{RequestBodyTimeoutLayer, TimeoutLayer},
+    timeout::RequestBodyTimeoutLayer,
 };
 
 use crate::{error::ApiError, routes::*, state::AppState};
@@ -98,10 +99,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { ApiError::NotFound })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(RequestBodyTimeoutLayer::new(BODY_IDLE_LIMIT))
-        .layer(TimeoutLayer::with_status_code(
-            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-            Duration::from_secs(30),
-        ))
+        .layer(axum::middleware::from_fn(middleware::request_time_limit))
         .layer(CatchPanicLayer::custom(middleware::panic_response))
         .layer(axum::middleware::from_fn(middleware::problem_details))
         .layer(PropagateRequestIdLayer::x_request_id())

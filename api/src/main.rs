@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{builder::BoolishValueParser, Parser};
 use i9_api::Application;
-use i9_common::{amqp::Topology, config::ENV_HELP, relay, startup, telemetry, Config};
+use i9_common::{amqp::Topology, config::ENV_HELP, production, relay, startup, telemetry, Config};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -32,7 +32,9 @@ async fn main() -> ExitCode {
     // lapin logs at ERROR what our own code reports (a refused login, a lost
     // connection, a channel the broker closed) or what is expected (a probe of
     // a queue that is not there); RUST_LOG=lapin=debug brings it back.
-    telemetry::init("info,i9_api=info,tower_http=info,sqlx=warn,lapin=off");
+    // pinky_swear (lapin's promises) warns of a promise nobody awaits when
+    // the readiness probe's connection closes at shutdown: nothing is lost.
+    telemetry::init("info,i9_api=info,tower_http=info,sqlx=warn,lapin=off,pinky_swear=off");
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -44,6 +46,11 @@ async fn main() -> ExitCode {
 
 async fn run(args: Args) -> anyhow::Result<()> {
     let config = Config::from_env()?;
+    production::warn_at_start(&config, production::Binary::Api);
+    match i9_api::server::make_room_for_connections(&config) {
+        Ok(limit) => tracing::debug!(limit, "open-file limit"),
+        Err(warning) => tracing::warn!(setting = "HTTP_MAX_CONNECTIONS", "{warning}"),
+    }
     let pool = startup::prepare(&config).await?;
     let addr = config.bind_addr;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

@@ -1,7 +1,11 @@
 //! Cross-cutting layers: request ids in logs, problem details for every
 //! error (including the framework's own rejections), metrics.
 
-use std::{any::Any, sync::OnceLock, time::Instant};
+use std::{
+    any::Any,
+    sync::OnceLock,
+    time::{Duration, Instant},
+};
 
 use axum::{
     body::Body,
@@ -26,11 +30,20 @@ use crate::error::problem;
 ///
 /// The layer is added with `Router::layer`, which wraps each route after
 /// routing (axum 0.8), so `MatchedPath` is already known here.
+///
+/// One line per request, at INFO, when it is answered (status and
+/// latency): the classifier's own line for a 5xx (`response failed`, at
+/// ERROR, without a cause) is not written. Causes are logged where they
+/// are known: an internal error at ERROR by `crate::error`, the reasons for
+/// a 503 at WARN by `crate::overload`.
 pub fn trace_layer() -> TraceLayer<
     SharedClassifier<ServerErrorsAsFailures>,
     impl Fn(&Request<Body>) -> Span + Clone,
     tower_http::trace::DefaultOnRequest,
     DefaultOnResponse,
+    tower_http::trace::DefaultOnBodyChunk,
+    tower_http::trace::DefaultOnEos,
+    (),
 > {
     TraceLayer::new_for_http()
         .make_span_with(|req: &Request<Body>| {
@@ -46,6 +59,38 @@ pub fn trace_layer() -> TraceLayer<
             tracing::info_span!("request", request_id, method = %req.method(), route)
         })
         .on_response(DefaultOnResponse::new().level(Level::INFO))
+        .on_failure(())
+}
+
+/// How long a request may run before it is answered 503.
+pub const REQUEST_TIME_LIMIT: Duration = Duration::from_secs(30);
+
+/// Answer 503 (`/problems/unavailable`, with its own detail) to a request
+/// still running after [`REQUEST_TIME_LIMIT`], and stop it (its work is
+/// dropped: an open transaction rolls back); counted and logged by
+/// `crate::overload`.
+pub async fn request_time_limit(req: Request, next: Next) -> Response {
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    match tokio::time::timeout(REQUEST_TIME_LIMIT, next.run(req)).await {
+        Ok(response) => response,
+        Err(_) => {
+            crate::overload::request_timed_out(&route, REQUEST_TIME_LIMIT);
+            let mut response = problem(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "The request ran longer than 30 s and was stopped; retry later (a write sent \
+                 with an Idempotency-Key is safe to send again).",
+            )
+            .into_response();
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            response
+        }
+    }
 }
 
 /// Turn any error response that is not already problem details (or an OAuth
@@ -169,6 +214,7 @@ pub fn metrics_handle() -> PrometheusHandle {
             let recorder = PrometheusBuilder::new().build_recorder();
             let handle = recorder.handle();
             let _ = metrics::set_global_recorder(recorder);
+            crate::overload::describe();
             handle
         })
         .clone()
@@ -189,4 +235,42 @@ pub async fn track_metrics(req: Request, next: Next) -> Response {
     metrics::histogram!("http_request_duration_seconds", "method" => method, "path" => path)
         .record(start.elapsed().as_secs_f64());
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::{routing::get, Router};
+    use tower::ServiceExt;
+
+    /// On tokio's paused clock: the handler's wait passes at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_request_past_the_time_limit_is_a_503_that_says_why() {
+        let app = Router::new()
+            .route(
+                "/slow",
+                get(|| async {
+                    tokio::time::sleep(REQUEST_TIME_LIMIT + Duration::from_secs(1)).await;
+                    "done"
+                }),
+            )
+            .route("/quick", get(|| async { "done" }))
+            .layer(axum::middleware::from_fn(request_time_limit));
+        let get = |path: &str| Request::get(path).body(Body::empty()).unwrap();
+        let slow = app.clone().oneshot(get("/slow")).await.unwrap();
+        assert_eq!(slow.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(slow.headers()[header::RETRY_AFTER], "5");
+        let body = axum::body::to_bytes(slow.into_body(), 4096).await.unwrap();
+        let problem: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(problem["type"], "/problems/unavailable");
+        assert!(
+            problem["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with("The request ran longer than 30 s and was stopped"),
+            "{problem}"
+        );
+        let quick = app.oneshot(get("/quick")).await.unwrap();
+        assert_eq!(quick.status(), StatusCode::OK);
+    }
 }

@@ -37,7 +37,8 @@ pub async fn admit(state: &AppState, caller: &Caller, ssn: Option<&Ssn>) -> ApiR
         return Ok(());
     }
     let key = state.throttle.ssn_write_key(caller.user_id, ssn.last4());
-    if let Some(wait) = state.throttle.delayed(&[&key]).await? {
+    if let Some(delay) = state.throttle.delayed(&[&key]).await? {
+        crate::overload::ssn_write_throttled();
         tracing::warn!(
             user_id = caller.user_id,
             "writes of social security numbers with the same last four digits are delayed"
@@ -46,7 +47,7 @@ pub async fn admit(state: &AppState, caller: &Caller, ssn: Option<&Ssn>) -> ApiR
             detail: "Too many writes of social security numbers ending in these four digits; \
                      retry after the time in Retry-After."
                 .into(),
-            retry_after: wait,
+            retry_after: delay.wait,
         });
     }
     state.throttle.count(&key).await?;

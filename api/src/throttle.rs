@@ -82,6 +82,13 @@ pub struct Failure {
     pub delay: Duration,
 }
 
+/// A key that is delayed: its kind, and how long it still waits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Delay {
+    pub kind: Kind,
+    pub wait: Duration,
+}
+
 /// Remembered delays above this many are dropped (the database still has them).
 const MAX_REMEMBERED: usize = 100_000;
 
@@ -190,10 +197,10 @@ impl Throttle {
         }
     }
 
-    /// How long the longest-delayed of `keys` is still delayed, if any is.
-    pub async fn delayed(&self, keys: &[&Key]) -> Result<Option<Duration>, sqlx::Error> {
-        if let Some(wait) = self.remembered(keys) {
-            return Ok(Some(wait));
+    /// The longest-delayed of `keys`, if any is delayed.
+    pub async fn delayed(&self, keys: &[&Key]) -> Result<Option<Delay>, sqlx::Error> {
+        if let Some(delay) = self.remembered(keys) {
+            return Ok(Some(delay));
         }
         let hashes: Vec<&[u8]> = keys.iter().map(|k| k.hash.as_slice()).collect();
         let rows: Vec<(Vec<u8>, f64)> = sqlx::query_as(
@@ -203,15 +210,21 @@ impl Throttle {
         .bind(hashes)
         .fetch_all(&self.inner.pool)
         .await?;
-        let mut longest: Option<Duration> = None;
-        for (key, secs) in rows {
+        let mut longest: Option<Delay> = None;
+        for (hash, secs) in rows {
             let wait = Duration::from_secs_f64(secs.max(0.0));
-            if let Ok(key) = <[u8; 32]>::try_from(key.as_slice()) {
-                self.remember(key, wait);
+            let Some(key) = keys.iter().find(|k| k.hash.as_slice() == hash.as_slice()) else {
+                continue;
+            };
+            self.remember(key.hash, wait);
+            if !wait.is_zero() && longest.is_none_or(|l| wait > l.wait) {
+                longest = Some(Delay {
+                    kind: key.kind,
+                    wait,
+                });
             }
-            longest = longest.max(Some(wait));
         }
-        Ok(longest.filter(|w| !w.is_zero()))
+        Ok(longest)
     }
 
     /// Count an event of `key` (a failed sign-in, a write of an SSN).
@@ -247,16 +260,18 @@ impl Throttle {
         Ok(())
     }
 
-    /// How long the longest-delayed of `keys` is still delayed, as far as
-    /// this process has seen (no database query).
-    pub fn remembered(&self, keys: &[&Key]) -> Option<Duration> {
+    /// The longest-delayed of `keys`, as far as this process has seen (no
+    /// database query).
+    pub fn remembered(&self, keys: &[&Key]) -> Option<Delay> {
         let delayed = self.inner.delayed.lock().ok()?;
         let now = Instant::now();
         keys.iter()
-            .filter_map(|k| delayed.get(&k.hash))
-            .map(|until| until.saturating_duration_since(now))
-            .filter(|wait| !wait.is_zero())
-            .max()
+            .filter_map(|k| {
+                let wait = delayed.get(&k.hash)?.saturating_duration_since(now);
+                Some(Delay { kind: k.kind, wait })
+            })
+            .filter(|d| !d.wait.is_zero())
+            .max_by_key(|d| d.wait)
     }
 
     fn remember(&self, key: [u8; 32], wait: Duration) {
@@ -325,8 +340,13 @@ mod tests {
         let k = t.username_key("someone");
         assert_eq!(t.remembered(&[&k]), None);
         t.remember(k.hash, Duration::from_secs(60));
-        let wait = t.remembered(&[&k]).unwrap();
+        let Delay { kind, wait } = t.remembered(&[&k]).unwrap();
+        assert_eq!(kind, Kind::Username);
         assert!(wait > Duration::from_secs(50) && wait <= Duration::from_secs(60));
+        // The longest delay of several keys names its kind.
+        let a = t.address_key("192.0.2.1".parse().unwrap());
+        t.remember(a.hash, Duration::from_secs(120));
+        assert_eq!(t.remembered(&[&k, &a]).unwrap().kind, Kind::Address);
         t.remember(k.hash, Duration::ZERO);
         assert_eq!(t.remembered(&[&k]), None);
     }

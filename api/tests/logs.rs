@@ -1,7 +1,9 @@
 //! What `i9-api` writes to its log, read from the real binary's stderr with
 //! its default log settings: each request is logged under its route's
 //! template, so the link tokens of the employee pages, a query string's
-//! social security number and the path of an unknown URL never appear.
+//! social security number and the path of an unknown URL never appear; and
+//! once only, a 503 included, its reason counted on `/metrics` and written
+//! in a rate-limited WARN line.
 
 #![allow(clippy::unwrap_used)] // a test: panics are failures
 
@@ -52,6 +54,10 @@ fn free_port() -> u16 {
 }
 
 fn start(db_url: &str, port: u16) -> Api {
+    start_with(db_url, port, &[])
+}
+
+fn start_with(db_url: &str, port: u16, env: &[(&str, &str)]) -> Api {
     let mut child = Command::new(env!("CARGO_BIN_EXE_i9-api"))
         .env("DATABASE_URL", db_url)
         .env("AMQP_URL", amqp_url())
@@ -64,6 +70,7 @@ fn start(db_url: &str, port: u16) -> Api {
         // The binary's own default filter and format, as deployed.
         .env_remove("RUST_LOG")
         .env_remove("LOG_FORMAT")
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -222,5 +229,166 @@ async fn request_logs_name_the_route_template_never_a_token_or_the_query() {
         log.matches(r#"route="/i9/section1/{token}""#).count(),
         2,
         "one line per request to the Section 1 page:\n{log}"
+    );
+}
+
+/// The value of the Prometheus series `series` (name and labels) in `text`.
+fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+#[tokio::test]
+async fn shed_and_throttled_sign_ins_are_logged_once_each_and_counted_by_reason() {
+    const FLOOD: usize = 200;
+    let db = TestDb::new().await;
+    let cipher = DataCipher::from_config(&Config::for_tests(&db.url));
+    seed::load(&db.pool, &cipher, &fixture()).await.unwrap();
+    let port = free_port();
+    // One password check at a time, one second's wait for it: a flood of
+    // concurrent sign-ins is mostly shed. Addresses are not throttled here;
+    // a username is after three failures.
+    let api = start_with(
+        &db.url,
+        port,
+        &[
+            ("PASSWORD_HASH_CONCURRENCY", "1"),
+            ("PASSWORD_HASH_WAIT_SECS", "1"),
+            ("SIGN_IN_ADDRESS_FAILURES", "1000000"),
+            ("SIGN_IN_USERNAME_FAILURES", "3"),
+        ],
+    );
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    eventually("i9-api answers", || async {
+        http.get(format!("{base}/healthz"))
+            .send()
+            .await
+            .is_ok_and(|r| r.status() == 200)
+    })
+    .await;
+    let sign_in = |username: String| {
+        let http = http.clone();
+        let url = format!("{base}/oauth2/access_token");
+        async move {
+            http.post(url)
+                .form(&[
+                    ("grant_type", "password"),
+                    ("client_id", PORTAL.0),
+                    ("client_secret", PORTAL.1),
+                    ("username", username.as_str()),
+                    ("password", "wrong-password"),
+                ])
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    // The flood: each a username of its own.
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..FLOOD {
+        set.spawn(sign_in(format!("nobody-{i}")));
+    }
+    let mut statuses = Vec::new();
+    while let Some(status) = set.join_next().await {
+        statuses.push(status.unwrap());
+    }
+    let shed = statuses.iter().filter(|s| **s == 503).count();
+    assert!(shed > 0, "{statuses:?}");
+    assert_eq!(
+        shed + statuses.iter().filter(|s| **s == 400).count(),
+        FLOOD,
+        "{statuses:?}"
+    );
+    // One username, one wrong password after another, until it is delayed.
+    let mut throttled = 0;
+    for _ in 0..12 {
+        match sign_in(ADMIN.0.to_owned()).await {
+            429 => throttled += 1,
+            s => assert_eq!(s, 400),
+        }
+        if throttled == 2 {
+            break;
+        }
+    }
+    assert_eq!(throttled, 2);
+
+    let answered = |log: &str| {
+        log.lines()
+            .filter(|l| {
+                l.contains("finished processing request")
+                    && l.contains(r#"route="/oauth2/access_token""#)
+            })
+            .count()
+    };
+    let metrics = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(
+        metric(
+            &metrics,
+            r#"i9_requests_shed_total{route="/oauth2/access_token"}"#
+        ),
+        Some(shed as f64),
+        "{metrics}"
+    );
+    assert_eq!(
+        metric(&metrics, r#"i9_sign_ins_throttled_total{kind="username"}"#),
+        Some(2.0),
+        "{metrics}"
+    );
+    assert_eq!(
+        metric(&metrics, r#"i9_sign_ins_throttled_total{kind="address"}"#),
+        Some(0.0),
+        "{metrics}"
+    );
+    for zero in [
+        "i9_database_unavailable_total",
+        r#"i9_requests_shed_total{route="/account/set-password/{token}"}"#,
+        r#"i9_http_connections_refused_total{limit="per_address"}"#,
+    ] {
+        assert_eq!(metric(&metrics, zero), Some(0.0), "{zero} in {metrics}");
+    }
+
+    let log = api.log();
+    let token_requests = answered(&log);
+    assert!(token_requests >= FLOOD + 2, "{log}");
+    // One line per request, a 503 included: no second line at ERROR from
+    // the failure classifier, and no ERROR at all.
+    let shed_lines = log
+        .lines()
+        .filter(|l| l.contains("finished processing request") && l.contains("status=503"))
+        .count();
+    assert_eq!(shed_lines, shed, "{log}");
+    assert_eq!(log.matches("response failed").count(), 0, "{log}");
+    assert_eq!(log.matches(" ERROR ").count(), 0, "{log}");
+    // The reason, at WARN, at most once per 10 s with the count since the last.
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("requests answered 503 busy: password checks are saturated"))
+        .collect();
+    assert!(!warnings.is_empty(), "{log}");
+    let counts: Vec<usize> = warnings
+        .iter()
+        .filter_map(|l| l.split("count=").nth(1)?.split(' ').next()?.parse().ok())
+        .collect();
+    assert_eq!(counts.len(), warnings.len(), "{warnings:?}");
+    assert_eq!(counts[0], 1, "the first is written at once: {warnings:?}");
+    let reported: usize = counts.iter().sum();
+    assert!(reported <= shed, "{log}");
+    assert!(
+        warnings.len() < shed.max(2),
+        "one line per 10 s, not per request: {log}"
     );
 }

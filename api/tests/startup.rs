@@ -1,16 +1,19 @@
 //! `i9-api` started as an operator starts it: `--help` prints help and exits;
 //! a wrong `DATABASE_URL`, missing keys, the development keys outside
 //! `APP_ENV=development`, or a key the data was not written with end the
-//! process with a non-zero code and one line naming the problem.
+//! process with a non-zero code and one line naming the problem; Postgres
+//! is reached over TLS, and TLS that cannot work ends the start at once;
+//! development settings outside development are each warned about once.
 
 #![allow(clippy::unwrap_used)] // a test: panics are failures
 
 use std::{process::Stdio, time::Duration};
 
+use sqlx::Connection;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use i9_common::{crypto::DataCipher, key_check, Config};
-use i9_tests::TestDb;
+use i9_common::{crypto::DataCipher, db, key_check, startup, Config};
+use i9_tests::{private_postgres::PrivatePostgres, TestDb};
 use tokio::process::Command;
 
 struct Run {
@@ -28,7 +31,19 @@ const REAL_KEY: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
 /// `i9-api` with no key setting from the test's own environment, and
 /// `APP_ENV=development` unless `env` says otherwise (an empty value is unset).
 fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_i9-api"));
+    configure(Command::new(env!("CARGO_BIN_EXE_i9-api")), args, env)
+}
+
+/// `i9-api` started by `sh -c "<shell>; exec i9-api"` (to set a limit first).
+fn command_after(shell: &str, env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("{shell} && exec \"$0\""))
+        .arg(env!("CARGO_BIN_EXE_i9-api"));
+    configure(cmd, &[], env)
+}
+
+fn configure(mut cmd: Command, args: &[&str], env: &[(&str, &str)]) -> Command {
     cmd.args(args).env("APP_ENV", "development");
     for ring in ["DATA_ENCRYPTION_KEY", "SSN_HASH_KEY"] {
         for name in [ring.to_owned(), format!("{ring}S")] {
@@ -50,7 +65,10 @@ fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
 /// Run `i9-api` with `env`; fail the test if it has not exited within 60 s
 /// (it would be serving instead).
 async fn i9_api(args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = command(args, env);
+    run_to_exit(command(args, env)).await
+}
+
+async fn run_to_exit(mut cmd: Command) -> Run {
     let out = tokio::time::timeout(Duration::from_secs(60), cmd.output())
         .await
         .expect("i9-api exited instead of running on")
@@ -267,4 +285,289 @@ async fn with_app_env_development_the_api_starts_on_the_development_keys() {
         recorded,
         [("data".to_owned(), 1), ("ssn_hash".to_owned(), 1)]
     );
+}
+
+/// A second valid key, for the hash ring.
+const REAL_HASH_KEY: &str = "AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=";
+
+/// The settings of a production start that gets as far as waiting for a
+/// database that is not there (one second), with `env` added.
+fn production(env: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut all: Vec<(String, String)> = [
+        ("APP_ENV", ""),
+        ("DATA_ENCRYPTION_KEY", REAL_KEY),
+        ("SSN_HASH_KEY", REAL_HASH_KEY),
+        ("DATABASE_URL", "postgres://postgres@127.0.0.1:1/none"),
+        ("STARTUP_TIMEOUT_SECS", "1"),
+        ("PUBLIC_BASE_URL", "https://i9.example"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    for (k, v) in env {
+        all.retain(|(name, _)| name != k);
+        all.push(((*k).to_owned(), (*v).to_owned()));
+    }
+    all
+}
+
+fn pairs(env: &[(String, String)]) -> Vec<(&str, &str)> {
+    env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+}
+
+/// The WARN lines naming `setting`.
+fn warnings_about(stderr: &str, setting: &str) -> usize {
+    stderr
+        .lines()
+        .filter(|l| l.contains(" WARN ") && l.contains(&format!("setting=\"{setting}\"")))
+        .count()
+}
+
+#[tokio::test]
+async fn outside_development_each_development_setting_is_warned_about_once() {
+    let risky = [
+        ("ALLOW_PRIVATE_CALLBACKS", "true"),
+        ("PUBLIC_BASE_URL", "http://i9.example"),
+        ("TRUSTED_PROXIES", "0.0.0.0/1, 10.0.0.0/8"),
+    ];
+    let env = production(&risky);
+    let run = i9_api(&[], &pairs(&env)).await;
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    for (setting, risk) in [
+        (
+            "ALLOW_PRIVATE_CALLBACKS",
+            "partner callbacks may go over plain http",
+        ),
+        (
+            "PUBLIC_BASE_URL",
+            "PUBLIC_BASE_URL (http://i9.example) is plain http",
+        ),
+        (
+            "TRUSTED_PROXIES",
+            "TRUSTED_PROXIES lists 0.0.0.0/1, so wide",
+        ),
+    ] {
+        assert_eq!(
+            warnings_about(&run.stderr, setting),
+            1,
+            "{setting}: {}",
+            run.stderr
+        );
+        assert!(run.stderr.contains(risk), "{risk}: {}", run.stderr);
+    }
+    assert!(
+        !run.stderr.contains("10.0.0.0/8, so wide"),
+        "{}",
+        run.stderr
+    );
+    // The same settings in development: nothing to say.
+    let mut env = env;
+    env.retain(|(k, _)| k != "APP_ENV");
+    env.push(("APP_ENV".into(), "development".into()));
+    let run = i9_api(&[], &pairs(&env)).await;
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    for (setting, _) in risky {
+        assert_eq!(
+            warnings_about(&run.stderr, setting),
+            0,
+            "{setting}: {}",
+            run.stderr
+        );
+    }
+}
+
+#[tokio::test]
+async fn settings_that_cannot_be_right_end_the_start_naming_them() {
+    for (name, value, expect) in [
+        (
+            "TRUSTED_PROXIES",
+            "10.0.0.1, 0.0.0.0/0",
+            "TRUSTED_PROXIES: \"0.0.0.0/0\" is every address",
+        ),
+        (
+            "TRUSTED_PROXIES",
+            "::/0",
+            "TRUSTED_PROXIES: \"::/0\" is every address",
+        ),
+        (
+            "TRUSTED_PROXIES",
+            "10.0.0.0/33",
+            "prefix length of 33, out of range: an IPv4 network's is 0 to 32",
+        ),
+        (
+            "DATABASE_URL",
+            "mysql://i9:hunter2@db:3306/i9",
+            "DATABASE_URL must be a postgres:// or postgresql:// URL, not mysql://",
+        ),
+        (
+            "DATABASE_URL",
+            "http://i9:hunter2@db/i9",
+            "DATABASE_URL must be a postgres:// or postgresql:// URL, not http://",
+        ),
+    ] {
+        let run = i9_api(&[], &pairs(&production(&[(name, value)]))).await;
+        let last = refusal(&run);
+        assert!(last.contains(expect), "{name}={value}: {last}");
+        assert!(!run.stderr.contains("hunter2"), "{}", run.stderr);
+        assert!(
+            !run.stderr.contains("not reachable"),
+            "refused before any wait: {}",
+            run.stderr
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_open_file_limit_below_the_connection_cap_is_raised_or_warned_about() {
+    let env = production(&[]);
+    // The hard limit allows it: the soft one is raised, nothing to say.
+    let run = run_to_exit(command_after(
+        "ulimit -Sn 512 && ulimit -Hn 8192",
+        &pairs(&env),
+    ))
+    .await;
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_eq!(
+        warnings_about(&run.stderr, "HTTP_MAX_CONNECTIONS"),
+        0,
+        "{}",
+        run.stderr
+    );
+    // It does not: one warning, with what to do.
+    let run = run_to_exit(command_after("ulimit -n 512", &pairs(&env))).await;
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert_eq!(
+        warnings_about(&run.stderr, "HTTP_MAX_CONNECTIONS"),
+        1,
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains(
+            "HTTP_MAX_CONNECTIONS (4096) is above what the open-file limit (512, `ulimit -n`"
+        ) && run.stderr.contains("Raise the limit to at least 4372"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test]
+async fn the_api_reaches_postgres_over_tls_and_tls_that_cannot_work_ends_the_start_at_once() {
+    let pg = tokio::task::spawn_blocking(PrivatePostgres::start_with_tls)
+        .await
+        .unwrap();
+    let ca = pg.ca.ca_file.display().to_string();
+    let verified = pg.url(
+        "localhost",
+        "i9",
+        &format!("sslmode=verify-full&sslrootcert={ca}"),
+    );
+    // `i9-admin migrate`'s work over TLS: the database is created and migrated.
+    db::migrate(&Config::for_tests(&verified)).await.unwrap();
+
+    // i9-api starts on it and answers /readyz; every connection is TLS
+    // (the server takes no other: pg_hba.conf has hostssl lines only).
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let bind = format!("127.0.0.1:{port}");
+    let mut child = command(
+        &[],
+        &[
+            ("DATABASE_URL", &verified),
+            ("BIND_ADDR", &bind),
+            ("AMQP_URL", &i9_tests::amqp_url()),
+            ("STARTUP_TIMEOUT_SECS", "30"),
+        ],
+    )
+    .spawn()
+    .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let listening = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("i9-api listening") {
+                return true;
+            }
+        }
+        false
+    })
+    .await
+    .expect("i9-api neither listened nor exited within 60 s");
+    assert!(listening, "i9-api exited: {:?}", child.wait().await);
+    let ready = reqwest::get(format!("http://{bind}/readyz")).await.unwrap();
+    assert_eq!(ready.status(), 200);
+    let mut conn = sqlx::PgConnection::connect(&verified).await.unwrap();
+    let (tls, clear): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE s.ssl), count(*) FILTER (WHERE NOT s.ssl)
+         FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.datname = 'i9'",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .unwrap();
+    assert!(tls >= 2, "the API's connection and ours: {tls}");
+    assert_eq!(clear, 0);
+    conn.close().await.unwrap();
+    child.kill().await.unwrap();
+
+    // A server certificate the client cannot verify: refused at once, not
+    // retried until STARTUP_TIMEOUT_SECS.
+    let unverified = pg.url("localhost", "i9", "sslmode=verify-full");
+    let run = i9_api(
+        &[],
+        &[
+            ("DATABASE_URL", &unverified),
+            ("STARTUP_TIMEOUT_SECS", "600"),
+        ],
+    )
+    .await;
+    let last = refusal(&run);
+    assert!(
+        last.contains(&format!("Postgres at localhost:{} (database i9) cannot be reached over TLS: ", pg.port))
+            && last.contains("certificate")
+            && last.ends_with("check DATABASE_URL (sslmode, sslrootcert) and the server's TLS settings (docs/operations.md, \"TLS to Postgres\")"),
+        "{last}"
+    );
+    assert!(
+        !run.stderr.contains("not reachable yet"),
+        "no retry: {}",
+        run.stderr
+    );
+
+    // A server without TLS, and sslmode=require: the same, at once.
+    let pg = tokio::task::spawn_blocking(move || {
+        pg.restart_without_tls();
+        pg
+    })
+    .await
+    .unwrap();
+    let run = i9_api(
+        &[],
+        &[
+            (
+                "DATABASE_URL",
+                &pg.url("127.0.0.1", "i9", "sslmode=require"),
+            ),
+            ("STARTUP_TIMEOUT_SECS", "600"),
+        ],
+    )
+    .await;
+    let last = refusal(&run);
+    assert!(
+        last.contains("cannot be reached over TLS") && last.contains("does not support TLS"),
+        "{last}"
+    );
+    assert!(
+        !run.stderr.contains("not reachable yet"),
+        "no retry: {}",
+        run.stderr
+    );
+    // The server itself is fine: without TLS asked for, it is reached.
+    startup::wait_for_postgres(
+        &pg.url("127.0.0.1", "i9", "sslmode=disable"),
+        std::time::Instant::now() + Duration::from_secs(30),
+    )
+    .await
+    .unwrap();
 }

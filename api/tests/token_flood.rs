@@ -61,6 +61,9 @@ impl Api {
             .env("PUBLIC_BASE_URL", &base)
             .env("API_NO_RELAY", "1")
             .env("RUST_LOG", "warn")
+            // One address stands for a crowd here: its connection cap is
+            // out of the way (tests/tests/api/connections.rs tests it).
+            .env("HTTP_MAX_CONNECTIONS_PER_ADDRESS", "100000")
             .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())

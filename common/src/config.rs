@@ -16,7 +16,7 @@ pub const DEFAULT_AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 /// Configuration table says more).
 pub const ENV_HELP: &str = "\
 Environment (shared by i9-api, i9-worker and i9-admin; see the README):
-  DATABASE_URL, DATABASE_MAX_CONNECTIONS     Postgres
+  DATABASE_URL, DATABASE_MAX_CONNECTIONS     Postgres (TLS: ?sslmode=verify-full&sslrootcert=)
   AMQP_URL, AMQP_PREFIX                      RabbitMQ
   STARTUP_TIMEOUT_SECS                       wait at start for both (default 60)
   DATA_ENCRYPTION_KEYS, SSN_HASH_KEYS        key rings: ID:BASE64 entries, first current
@@ -39,8 +39,8 @@ Environment (shared by i9-api, i9-worker and i9-admin; see the README):
   TRUSTED_PROXIES                            proxies whose X-Forwarded-For is believed
   PASSWORD_HASH_CONCURRENCY, PASSWORD_HASH_WAIT_SECS
                                              password hashing (default cores, 2)
-  HTTP_HEADER_TIMEOUT_SECS, HTTP_MAX_CONNECTIONS
-                                             connections (default 30, 4096)
+  HTTP_HEADER_TIMEOUT_SECS, HTTP_MAX_CONNECTIONS, HTTP_MAX_CONNECTIONS_PER_ADDRESS
+                                             connections (default 30, 4096, 256)
   PURGE_INTERVAL_SECS, RETENTION_IDEMPOTENCY_SECS, RETENTION_PROCESSED_JOBS_SECS,
   RETENTION_OUTBOX_SECS                      the worker's purge of expired rows
   RUST_LOG, LOG_FORMAT                       logging
@@ -95,6 +95,9 @@ pub struct Config {
     pub http_header_timeout: Duration,
     /// Connections served at once; more wait in the listen queue.
     pub http_max_connections: usize,
+    /// Connections one client address may hold at once; more are refused
+    /// (addresses in `trusted_proxies` are exempt).
+    pub http_max_connections_per_address: usize,
     /// How long a Section 1 link works.
     pub section1_link_ttl: Duration,
     /// How long a set-password link works.
@@ -213,14 +216,65 @@ fn parse_proxies(name: &str) -> anyhow::Result<Vec<ipnet::IpNet>> {
     list.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .map(|s| {
-            s.parse::<ipnet::IpNet>()
-                .or_else(|_| s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from))
-                .with_context(|| {
-                    format!("{name} must list IP addresses or networks (a.b.c.d/n), not {s:?}")
-                })
-        })
+        .map(|s| parse_proxy(name, s))
         .collect()
+}
+
+/// One entry of `TRUSTED_PROXIES`: an address or a network. A network of
+/// every address (`0.0.0.0/0`, `::/0`) is refused: it would believe every
+/// client's `X-Forwarded-For` (docs/operations.md, "Client addresses").
+fn parse_proxy(name: &str, s: &str) -> anyhow::Result<ipnet::IpNet> {
+    let net = match s.split_once('/') {
+        None => s.parse::<std::net::IpAddr>().map(ipnet::IpNet::from).ok(),
+        Some((address, prefix)) => {
+            let address = address.parse::<std::net::IpAddr>().ok();
+            let prefix = prefix.parse::<u8>().ok();
+            if let (Some(address), Some(prefix)) = (address, prefix) {
+                let max = if address.is_ipv4() { 32 } else { 128 };
+                if prefix > max {
+                    bail!(
+                        "{name}: {s:?} has a prefix length of {prefix}, out of range: an {} \
+                         network's is 0 to {max}",
+                        if address.is_ipv4() { "IPv4" } else { "IPv6" }
+                    );
+                }
+            }
+            s.parse::<ipnet::IpNet>().ok()
+        }
+    };
+    let net = net.with_context(|| {
+        format!("{name} must list IP addresses or networks (a.b.c.d/n), not {s:?}")
+    })?;
+    if net.prefix_len() == 0 {
+        bail!(
+            "{name}: {s:?} is every address, so any client could choose the address it is \
+             throttled under with X-Forwarded-For; list only your proxies' addresses or networks"
+        );
+    }
+    Ok(net)
+}
+
+/// `DATABASE_URL` must be a Postgres URL: its scheme is checked here, so
+/// that `mysql://…` or `http://…` stops a binary at start naming the
+/// setting (sqlx reads the rest: host, port, database, `sslmode`, ...).
+/// The URL itself is never printed: it may carry a password.
+fn check_database_url(url: &str) -> anyhow::Result<()> {
+    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    match scheme.as_deref() {
+        Some("postgres" | "postgresql") => Ok(()),
+        Some(other)
+            if other.len() <= 20
+                && other
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
+            bail!("DATABASE_URL must be a postgres:// or postgresql:// URL, not {other}://")
+        }
+        _ => bail!(
+            "DATABASE_URL must be a postgres:// or postgresql:// URL \
+             (postgres://user:password@host:5432/database)"
+        ),
+    }
 }
 
 /// The cores this process may use (the default hashing concurrency).
@@ -243,6 +297,10 @@ impl Config {
             .trim_end_matches('/')
             .to_owned();
 
+        let database_url =
+            secret("DATABASE_URL")?.unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned());
+        check_database_url(&database_url)?;
+
         for old in ["SIGN_IN_MAX_FAILURES", "SIGN_IN_WINDOW_SECS"] {
             if var(old).is_some() {
                 bail!(
@@ -256,8 +314,7 @@ impl Config {
         Ok(Self {
             production,
             startup_timeout: parse_secs("STARTUP_TIMEOUT_SECS", 60)?,
-            database_url: secret("DATABASE_URL")?
-                .unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned()),
+            database_url,
             database_max_connections: var("DATABASE_MAX_CONNECTIONS")
                 .map(|v| v.parse())
                 .transpose()
@@ -304,6 +361,12 @@ impl Config {
             http_max_connections: parse_positive("HTTP_MAX_CONNECTIONS", 4096)?
                 .try_into()
                 .context("HTTP_MAX_CONNECTIONS is too large")?,
+            http_max_connections_per_address: parse_positive(
+                "HTTP_MAX_CONNECTIONS_PER_ADDRESS",
+                256,
+            )?
+            .try_into()
+            .context("HTTP_MAX_CONNECTIONS_PER_ADDRESS is too large")?,
             section1_link_ttl: parse_secs("SECTION1_LINK_TTL_SECS", 14 * 24 * 3600)?,
             password_link_ttl: parse_secs("PASSWORD_LINK_TTL_SECS", 72 * 3600)?,
             auth_cache_ttl: match var("AUTH_CACHE_TTL_SECS").as_deref() {
@@ -364,6 +427,7 @@ impl Config {
             password_hash_wait: Duration::from_secs(2),
             http_header_timeout: Duration::from_secs(30),
             http_max_connections: 4096,
+            http_max_connections_per_address: 256,
             section1_link_ttl: Duration::from_secs(14 * 24 * 3600),
             password_link_ttl: Duration::from_secs(72 * 3600),
             auth_cache_ttl: Duration::from_secs(5),
@@ -410,5 +474,69 @@ mod tests {
         assert!(e.contains("proxy.local"), "{e}");
         std::env::remove_var(name);
         assert!(parse_proxies(name).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_proxy_network_of_every_address_is_refused() {
+        for all in ["0.0.0.0/0", "::/0", "10.0.0.0/0"] {
+            let e = parse_proxy("TRUSTED_PROXIES", all).unwrap_err().to_string();
+            assert!(
+                e.starts_with("TRUSTED_PROXIES: ") && e.contains("is every address"),
+                "{all}: {e}"
+            );
+        }
+        assert!(parse_proxy("TRUSTED_PROXIES", "0.0.0.0/1").is_ok());
+        assert!(parse_proxy("TRUSTED_PROXIES", "0.0.0.0").is_ok());
+    }
+
+    #[test]
+    fn a_prefix_length_out_of_range_is_named_as_such() {
+        for (net, expect) in [
+            (
+                "10.0.0.0/33",
+                "prefix length of 33, out of range: an IPv4 network's is 0 to 32",
+            ),
+            (
+                "2001:db8::/129",
+                "prefix length of 129, out of range: an IPv6 network's is 0 to 128",
+            ),
+        ] {
+            let e = parse_proxy("TRUSTED_PROXIES", net).unwrap_err().to_string();
+            assert!(e.contains(expect), "{net}: {e}");
+        }
+        for bad in ["10.0.0.0/x", "10.0.0/8", "proxy.local"] {
+            let e = parse_proxy("TRUSTED_PROXIES", bad).unwrap_err().to_string();
+            assert!(
+                e.contains("must list IP addresses or networks"),
+                "{bad}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_database_url_must_be_a_postgres_url() {
+        for ok in [
+            "postgres://u:p@db:5432/i9",
+            "postgresql://db/i9?sslmode=verify-full&sslrootcert=/etc/ca.pem",
+            "POSTGRES://db/i9",
+        ] {
+            assert!(check_database_url(ok).is_ok(), "{ok}");
+        }
+        for (bad, expect) in [
+            ("mysql://u:hunter2@db/i9", "not mysql://"),
+            ("http://u:hunter2@db/i9", "not http://"),
+            (
+                "db:5432/i9 hunter2",
+                "(postgres://user:password@host:5432/database)",
+            ),
+        ] {
+            let e = check_database_url(bad).unwrap_err().to_string();
+            assert!(
+                e.starts_with("DATABASE_URL must be a postgres:// or postgresql:// URL")
+                    && e.contains(expect),
+                "{bad}: {e}"
+            );
+            assert!(!e.contains("hunter2"), "{e}");
+        }
     }
 }

@@ -264,14 +264,21 @@ fn parse_ring(setting: &Setting, text: &str) -> anyhow::Result<Vec<(KeyId, Vec<u
                 n + 1
             )
         })?;
-        let id: KeyId = id.parse().ok().filter(|id| *id > 0).with_context(|| {
-            format!(
+        let id: KeyId = match id.parse() {
+            Ok(0) => bail!(
+                "{}: entry {} has key id 0, but ids start at 1 (a whole number from 1 to {})",
+                setting.ring,
+                n + 1,
+                KeyId::MAX
+            ),
+            Ok(id) => id,
+            Err(_) => bail!(
                 "{}: entry {} has no key id (a whole number from 1 to {})",
                 setting.ring,
                 n + 1,
                 KeyId::MAX
-            )
-        })?;
+            ),
+        };
         let name = format!("{} key {id}", setting.ring);
         entries.push((id, decode_key(setting, &name, key)?));
     }
@@ -423,7 +430,10 @@ mod tests {
         let hash = ("SSN_HASH_KEY", K3);
         for (ring, expect) in [
             (K1.to_owned(), "entry 1 is not ID:BASE64"),
-            (format!("0:{K1}"), "entry 1 has no key id"),
+            (
+                format!("0:{K1}"),
+                "entry 1 has key id 0, but ids start at 1 (a whole number from 1 to 4294967295)",
+            ),
             (format!("x:{K1}"), "entry 1 has no key id"),
             (format!("1:{K1},1:{K2}"), "key id 1 appears twice"),
             (format!("1:{K1},2:{K1}"), "are the same key"),

@@ -16,6 +16,7 @@ pub mod key_check;
 pub mod keys;
 pub mod links;
 pub mod outbox;
+pub mod production;
 pub mod rekey;
 pub mod relay;
 pub mod retry;
@@ -24,5 +25,6 @@ pub mod shutdown;
 pub mod signing_secrets;
 pub mod startup;
 pub mod telemetry;
+pub mod tls;
 
 pub use config::Config;

@@ -104,25 +104,53 @@ struct Target {
     variable: &'static str,
     address: String,
     password: Option<String>,
-    /// Whether an error is a refusal that waiting will not change (a wrong
-    /// password, a database or virtual host that does not exist).
-    permanent: fn(&anyhow::Error) -> bool,
+    /// A refusal that waiting will not change (a wrong password, a database
+    /// or virtual host that does not exist, TLS that cannot work), if `e` is one.
+    permanent: fn(&anyhow::Error) -> Option<Refusal>,
 }
 
-/// Postgres refused the login or the database: SQLSTATE 28000, 28P01, 3D000.
-fn postgres_refusal(e: &anyhow::Error) -> bool {
+/// An error that ends the wait at once: what happened, and what to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Refusal {
+    /// Follows "Postgres at host:port (database d)".
+    happened: &'static str,
+    advice: &'static str,
+}
+
+/// Postgres refused the login (SQLSTATE 28000, 28P01) or the database
+/// (3D000), or TLS failed: `sslmode=require` against a server without TLS,
+/// a certificate that does not verify. Waiting changes none of them.
+fn postgres_refusal(e: &anyhow::Error) -> Option<Refusal> {
     e.chain()
         .filter_map(|c| c.downcast_ref::<sqlx::Error>())
-        .any(|e| match e {
-            sqlx::Error::Database(db) => {
-                matches!(db.code().as_deref(), Some("28000" | "28P01" | "3D000"))
-            }
-            _ => false,
+        .find_map(|e| match e {
+            sqlx::Error::Database(db) => match db.code().as_deref() {
+                Some("28000" | "28P01") => Some(Refusal {
+                    happened: "refused us",
+                    advice: "check DATABASE_URL",
+                }),
+                Some("3D000") => Some(Refusal {
+                    happened: "refused us",
+                    advice: "create it with `i9-admin migrate` (which also applies the \
+                             migrations), or check DATABASE_URL",
+                }),
+                _ => None,
+            },
+            // A TLS set-up error, or the handshake's (inside an I/O error).
+            sqlx::Error::Tls(_) => Some(TLS_REFUSAL),
+            sqlx::Error::Io(io) if crate::tls::is_tls_failure(io) => Some(TLS_REFUSAL),
+            _ => None,
         })
 }
 
+const TLS_REFUSAL: Refusal = Refusal {
+    happened: "cannot be reached over TLS",
+    advice: "check DATABASE_URL (sslmode, sslrootcert) and the server's TLS settings \
+             (docs/operations.md, \"TLS to Postgres\")",
+};
+
 /// RabbitMQ refused the login or the virtual host.
-fn rabbitmq_refusal(e: &anyhow::Error) -> bool {
+fn rabbitmq_refusal(e: &anyhow::Error) -> Option<Refusal> {
     use lapin::protocol::{AMQPErrorKind, AMQPHardError, AMQPSoftError};
     e.chain()
         .filter_map(|c| c.downcast_ref::<lapin::Error>())
@@ -133,6 +161,10 @@ fn rabbitmq_refusal(e: &anyhow::Error) -> bool {
                     | AMQPErrorKind::Hard(AMQPHardError::NOTALLOWED)
             ),
             _ => false,
+        })
+        .then_some(Refusal {
+            happened: "refused us",
+            advice: "check AMQP_URL",
         })
 }
 
@@ -162,14 +194,17 @@ impl Target {
                     }
                     return Ok(());
                 }
-                Ok(Err(e)) if (self.permanent)(&e) => bail!(
-                    "{} at {} refused us: {}; check {}",
-                    self.what,
-                    self.address,
-                    self.scrub(&format!("{}", e.root_cause())),
-                    self.variable,
-                ),
-                Ok(Err(e)) => self.scrub(&format!("{}", e.root_cause())),
+                Ok(Err(e)) => match (self.permanent)(&e) {
+                    Some(refusal) => bail!(
+                        "{} at {} {}: {}; {}",
+                        self.what,
+                        self.address,
+                        refusal.happened,
+                        self.scrub(&format!("{}", e.root_cause())),
+                        refusal.advice,
+                    ),
+                    None => self.scrub(&format!("{}", e.root_cause())),
+                },
                 Err(_) => format!("no answer within {} s", limit.as_secs_f32()),
             };
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -249,6 +284,13 @@ mod tests {
             .to_string();
         assert!(
             e.contains("refused us") && e.contains("does not exist"),
+            "{e}"
+        );
+        assert!(
+            e.ends_with(
+                "create it with `i9-admin migrate` (which also applies the migrations), or \
+                 check DATABASE_URL"
+            ),
             "{e}"
         );
         assert!(

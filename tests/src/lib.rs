@@ -4,6 +4,7 @@
 
 pub mod log_scan;
 pub mod logs;
+pub mod private_postgres;
 pub mod proxy;
 pub mod receiver;
 pub mod smtp;
@@ -418,6 +419,49 @@ impl TestApp {
         .await
         .expect("set the partner's callback URL");
         receiver
+    }
+
+    /// A partner client of its own (`client_id`) with `url` as its callback
+    /// URL, an employee of it with an I-9, and a status event recorded for
+    /// it (as the API and the worker record them): the worker posts it to
+    /// `url`. Returns the event's id.
+    pub async fn status_event_towards(&self, client_id: &str, url: &str) -> uuid::Uuid {
+        let client: i64 = sqlx::query_scalar(
+            "INSERT INTO oauth_clients (client_id, secret_hash, scopes, integration_client_system,
+                                        integration_hr_url, signing_secret_ciphertext)
+             SELECT $1, secret_hash, scopes, integration_client_system, $2, signing_secret_ciphertext
+             FROM oauth_clients WHERE client_id = 'greenhouse-ats' RETURNING id",
+        )
+        .bind(client_id)
+        .bind(url)
+        .fetch_one(self.pool())
+        .await
+        .expect("a partner client");
+        let employee = self
+            .insert_employee("Ana", "Diaz", "Portland Warehouse", None)
+            .await;
+        sqlx::query(
+            "UPDATE employees SET integration_client_id = $2, integration_candidate_id = $3 WHERE id = $1",
+        )
+        .bind(employee)
+        .bind(client)
+        .bind(format!("cand-{client_id}"))
+        .execute(self.pool())
+        .await
+        .expect("the partner's employee");
+        let i9 = self.insert_i9(employee, "Section 1 Incomplete").await;
+        let mut tx = self.pool().begin().await.expect("a transaction");
+        let event = i9_common::events::record_status_change(
+            &mut tx,
+            i9,
+            None,
+            &self.config.public_base_url,
+        )
+        .await
+        .expect("an event recorded")
+        .expect("an event");
+        tx.commit().await.expect("committed");
+        event
     }
 
     /// A receiver that turns true when the test ends (for tasks a test starts itself).

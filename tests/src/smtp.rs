@@ -181,6 +181,16 @@ impl TestCa {
         }
     }
 
+    /// The server's certificate (PEM), for 127.0.0.1 and localhost.
+    pub fn cert_file(&self) -> &std::path::Path {
+        &self.cert_file
+    }
+
+    /// The server certificate's private key (PEM).
+    pub fn key_file(&self) -> &std::path::Path {
+        &self.key_file
+    }
+
     fn server_config(&self) -> Arc<rustls::ServerConfig> {
         use rustls::pki_types::{pem::PemObject, CertificateDer, PrivateKeyDer};
         let certs = CertificateDer::pem_file_iter(&self.cert_file)

@@ -30,7 +30,60 @@ pub enum Attempt {
 }
 
 /// The time one callback may take, connection included.
-const TIMEOUT: Duration = Duration::from_secs(15);
+pub const TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Why a request to `url` failed, for `callback_attempts.error`, the
+/// dead-letter header and the log: what went wrong (no answer in time, no
+/// connection, ...) and the chain of causes beneath (connection refused, a
+/// DNS failure, the TLS error), at most 500 characters. The URL's query
+/// string, which may carry a partner's token, never appears; nor does the
+/// rest of the URL.
+pub fn describe(e: &reqwest::Error, url: &str) -> String {
+    let what = if e.is_timeout() {
+        format!("no answer within {} s", TIMEOUT.as_secs())
+    } else if e.is_connect() {
+        "cannot connect".to_owned()
+    } else if e.is_body() || e.is_decode() {
+        "the answer could not be read".to_owned()
+    } else {
+        "the request failed".to_owned()
+    };
+    let mut causes: Vec<String> = Vec::new();
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        let mut text = cause.to_string();
+        if i9_common::tls::is_tls_failure(cause) {
+            text = format!("TLS: {text}");
+        }
+        // Wrappers often repeat their cause's text, or only the kind
+        // already said (hyper's "client error (Connect)"): keep it once.
+        if !text.is_empty()
+            && !text.starts_with("client error (")
+            && !causes.iter().any(|c| c.contains(&text))
+        {
+            causes.push(text);
+        }
+        source = cause.source();
+    }
+    let mut text = std::iter::once(what)
+        .chain(causes)
+        .collect::<Vec<_>>()
+        .join(": ");
+    if let Ok(parsed) = reqwest::Url::parse(url) {
+        text = text.replace(url, parsed.host_str().unwrap_or("the callback host"));
+        if let Some(query) = parsed.query().filter(|q| !q.is_empty()) {
+            text = text.replace(query, "…");
+        }
+    }
+    if text.len() > 500 {
+        let mut end = 500;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
 
 /// The URL to post to and a client that reaches only its checked addresses.
 pub async fn connect(

@@ -185,12 +185,13 @@ async fn start_consumers(
     Ok(tasks)
 }
 
-/// Warn, now and then, about job kinds whose queue no worker consumes: their
-/// jobs would wait there for ever (e.g. a `WORKER_KINDS` that leaves one out).
+/// Warn, every `every` (a minute), about each job kind whose queue no worker
+/// consumes, with how many of its jobs wait: they would wait there for ever
+/// (e.g. a `WORKER_KINDS` that leaves one out, or its worker stopped).
 async fn warn_unconsumed(channel: Channel, topology: Topology, every: Duration) {
     // Let the other workers of a deployment start first.
     tokio::time::sleep(Duration::from_secs(5).min(every)).await;
-    let mut warned = std::collections::HashSet::new();
+    let mut watch = UnconsumedWatch::default();
     loop {
         for kind in JobKind::ALL {
             let queue = topology.queue(kind);
@@ -204,20 +205,50 @@ async fn warn_unconsumed(channel: Channel, topology: Topology, every: Duration) 
             else {
                 return; // the connection is going; the next one checks again
             };
-            if q.consumer_count() == 0 {
-                if warned.insert(kind) {
-                    tracing::warn!(
-                        kind = kind.name(),
-                        %queue,
-                        waiting = q.message_count(),
-                        "no worker consumes this job kind: its jobs wait until one does (WORKER_KINDS)"
-                    );
+            match watch.observe(kind, q.consumer_count(), q.message_count()) {
+                Some(Unconsumed::Waiting(waiting)) => tracing::warn!(
+                    kind = kind.name(),
+                    %queue,
+                    waiting,
+                    "no worker consumes job kind {}: {waiting} job(s) wait in {queue} until one \
+                     does (WORKER_KINDS of the workers)",
+                    kind.name(),
+                ),
+                Some(Unconsumed::Consumed) => {
+                    tracing::info!(kind = kind.name(), "a worker consumes this job kind again")
                 }
-            } else if warned.remove(&kind) {
-                tracing::info!(kind = kind.name(), "a worker consumes this job kind again");
+                None => {}
             }
         }
         tokio::time::sleep(every).await;
+    }
+}
+
+/// What one check of a job kind's queue calls for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unconsumed {
+    /// No consumer: warn, with the jobs waiting (at every check while it lasts).
+    Waiting(u32),
+    /// A consumer again after a warning.
+    Consumed,
+}
+
+/// The kinds found without a consumer, from one check to the next.
+#[derive(Debug, Default)]
+struct UnconsumedWatch {
+    warned: std::collections::HashSet<JobKind>,
+}
+
+impl UnconsumedWatch {
+    fn observe(&mut self, kind: JobKind, consumers: u32, waiting: u32) -> Option<Unconsumed> {
+        if consumers == 0 {
+            self.warned.insert(kind);
+            Some(Unconsumed::Waiting(waiting))
+        } else if self.warned.remove(&kind) {
+            Some(Unconsumed::Consumed)
+        } else {
+            None
+        }
     }
 }
 
@@ -466,5 +497,30 @@ fn job_properties(d: &Delivery, headers: FieldTable) -> BasicProperties {
     match d.properties.message_id() {
         Some(id) => props.with_message_id(id.clone()),
         None => props,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kind_without_a_consumer_is_warned_about_at_every_check_until_one_comes() {
+        let mut watch = UnconsumedWatch::default();
+        let kind = JobKind::PostStatusCallback;
+        // Three checks (three minutes) without a consumer: three warnings,
+        // each with the jobs waiting then.
+        let warnings: Vec<_> = [1, 3, 7]
+            .into_iter()
+            .map(|waiting| watch.observe(kind, 0, waiting))
+            .collect();
+        assert_eq!(warnings, [1, 3, 7].map(|w| Some(Unconsumed::Waiting(w))));
+        // Another kind, consumed all along, is never mentioned.
+        assert_eq!(watch.observe(JobKind::CreateI9, 2, 0), None);
+        // A consumer comes: said once, then nothing.
+        assert_eq!(watch.observe(kind, 1, 0), Some(Unconsumed::Consumed));
+        assert_eq!(watch.observe(kind, 1, 0), None);
+        // An empty queue without a consumer is still worth a line: its next job would wait.
+        assert_eq!(watch.observe(kind, 0, 0), Some(Unconsumed::Waiting(0)));
     }
 }

@@ -1,5 +1,7 @@
 //! Outgoing mail with lettre: over SMTP when `SMTP_URL` is set, otherwise as
-//! `.eml` files in `MAIL_DIR`, so the service runs with no mail server.
+//! `.eml` files in `MAIL_DIR`, so the service runs with no mail server. The
+//! files hold live one-time links: the folder is kept at 0700 and each file
+//! is made 0600 (never readable by others, even for a moment).
 //!
 //! `SMTP_URL` is read by lettre (`AsyncSmtpTransport::from_url`):
 //! `smtps://` is TLS from the first byte (port 465 by default),
@@ -20,7 +22,7 @@ use i9_common::Config;
 use lettre::{
     message::{header::ContentType, Mailbox, MultiPart, SinglePart},
     transport::smtp::client::{Certificate, Tls, TlsParameters},
-    AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor,
+    AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor,
 };
 
 pub const FROM: &str = "I-9 Records <no-reply@i9.invalid>";
@@ -63,7 +65,10 @@ impl Mailer {
                 config.smtp_ca_file.as_deref(),
                 config.smtp_allow_plaintext_auth,
             )?)),
-            None => Ok(Mailer::Files(config.mail_dir.clone())),
+            None => {
+                prepare_mail_dir(&config.mail_dir)?;
+                Ok(Mailer::Files(config.mail_dir.clone()))
+            }
         }
     }
 
@@ -97,17 +102,61 @@ impl Mailer {
                     .map_err(|e| anyhow!("SMTP delivery: {}", describe(&e)))?;
             }
             Mailer::Files(dir) => {
-                tokio::fs::create_dir_all(dir)
+                let dir = dir.clone();
+                tokio::task::spawn_blocking(move || write_eml(&dir, &message.formatted()))
                     .await
-                    .context("creating MAIL_DIR")?;
-                AsyncFileTransport::<Tokio1Executor>::new(dir)
-                    .send(message)
-                    .await
-                    .context("writing the .eml file")?;
+                    .context("writing the .eml file")??;
             }
         }
         Ok(())
     }
+}
+
+/// The folder of `.eml` files: made if missing, and 0700 whatever it was
+/// (its files hold live Section 1 and set-password links). A shared folder
+/// (sticky, such as `/tmp`) is refused rather than closed to its other users.
+fn prepare_mail_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let shown = dir.display();
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating MAIL_DIR ({shown})"))?;
+    let mode = std::fs::metadata(dir)
+        .with_context(|| format!("reading MAIL_DIR ({shown})"))?
+        .permissions()
+        .mode();
+    if mode & 0o1000 != 0 {
+        bail!(
+            "MAIL_DIR ({shown}) is a shared folder (sticky bit, as /tmp): the mail in it holds \
+             live links; name a folder of the service's own"
+        );
+    }
+    if mode & 0o777 != 0o700 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("making MAIL_DIR ({shown}) private (0700)"))?;
+    }
+    Ok(())
+}
+
+/// Write one message as `<uuid>.eml` in `dir`, created 0600; it appears
+/// under that name only once whole.
+fn write_eml(dir: &Path, message: &[u8]) -> anyhow::Result<()> {
+    use std::{io::Write, os::unix::fs::OpenOptionsExt};
+    prepare_mail_dir(dir)?;
+    let id = uuid::Uuid::new_v4();
+    let partial = dir.join(format!(".{id}.partial"));
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&partial)
+        .with_context(|| format!("creating {}", partial.display()))?;
+    file.write_all(message)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(&partial, dir.join(format!("{id}.eml"))))
+        .with_context(|| format!("writing {}", partial.display()))
 }
 
 /// How an `SMTP_URL` protects the connection.
@@ -282,6 +331,37 @@ mod tests {
             assert!(e.contains("SMTP_URL"), "{e}");
             assert!(!e.contains("s3cret-pw"), "{e}");
         }
+    }
+
+    #[test]
+    fn the_mail_folder_is_made_private_and_each_file_is_the_owners_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+        let dir = std::env::temp_dir().join(format!("i9-mail-{}", uuid::Uuid::new_v4().simple()));
+        // A folder that exists, readable by everyone, is closed.
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        write_eml(&dir, b"Subject: hi\r\n\r\nbody").unwrap();
+        assert_eq!(mode(&dir), 0o700);
+        // A missing one (and its parents) is made so.
+        let nested = dir.join("a/b");
+        write_eml(&nested, b"Subject: hi\r\n\r\nbody").unwrap();
+        assert_eq!((mode(&dir.join("a")), mode(&nested)), (0o700, 0o700));
+        let files: Vec<_> = std::fs::read_dir(&nested)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1);
+        assert_eq!(mode(&files[0]), 0o600);
+        // A shared folder is refused, not closed to its other users.
+        let shared = dir.join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let e = write_eml(&shared, b"x").unwrap_err().to_string();
+        assert!(e.contains("MAIL_DIR") && e.contains("shared folder"), "{e}");
+        assert_eq!(mode(&shared), 0o1777);
+        assert_eq!(std::fs::read_dir(&shared).unwrap().count(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -7,8 +7,8 @@ use std::{collections::BTreeSet, process::ExitCode, time::Duration};
 use anyhow::{bail, ensure};
 use clap::{builder::BoolishValueParser, Parser};
 use i9_common::{
-    amqp::Topology, config::ENV_HELP, jobs::JobKind, relay, retry::RetryPolicy, startup, telemetry,
-    Config,
+    amqp::Topology, config::ENV_HELP, jobs::JobKind, production, relay, retry::RetryPolicy,
+    startup, telemetry, Config,
 };
 use i9_workers::{
     consumer::{self, WorkerConfig},
@@ -91,9 +91,18 @@ fn policy(
     })
 }
 
+/// The kinds named by `WORKER_KINDS` / `--kinds`: every kind when unset; a
+/// list that names none (`,`) is refused rather than read as every kind.
 fn parse_kinds(names: &[String]) -> anyhow::Result<Vec<JobKind>> {
-    if names.iter().all(|n| n.trim().is_empty()) {
+    if names.is_empty() {
         return Ok(JobKind::ALL.to_vec());
+    }
+    if names.iter().all(|n| n.trim().is_empty()) {
+        bail!(
+            "WORKER_KINDS (or --kinds) names no job kind; name some ({}), or leave it unset for \
+             every kind",
+            JobKind::ALL.map(|k| k.name()).join(", ")
+        );
     }
     let mut kinds = BTreeSet::new();
     for n in names.iter().map(|n| n.trim()).filter(|n| !n.is_empty()) {
@@ -116,7 +125,9 @@ async fn main() -> ExitCode {
     // lapin logs at ERROR what our own code reports (a lost connection, a
     // channel the broker closed) or what is expected (a probe of a queue that
     // is not there); RUST_LOG=lapin=debug brings it back.
-    telemetry::init("info,sqlx=warn,lapin=off");
+    // pinky_swear (lapin's promises) warns of a promise nobody awaits when
+    // a connection closes at shutdown: nothing is lost.
+    telemetry::init("info,sqlx=warn,lapin=off,pinky_swear=off");
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -143,9 +154,11 @@ async fn run(args: Args) -> anyhow::Result<()> {
         args.callback_retry_cap_secs,
     )?;
     let config = Config::from_env()?;
+    purge::Retention::from_config(&config).check(&[retry, callback_retry])?;
     // A mail setting that cannot work, or would send a password in clear,
     // stops the start at once, before any wait.
     let mailer = Mailer::from_config(&config)?;
+    production::warn_at_start(&config, production::Binary::Worker);
     let topology = Topology::from_env();
     let pool = startup::prepare(&config).await?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -206,6 +219,20 @@ mod tests {
             [JobKind::CreateI9]
         );
         assert!(parse_kinds(&["nope".into()]).is_err());
+    }
+
+    #[test]
+    fn a_list_of_no_kinds_is_refused() {
+        let args = Args::try_parse_from(["i9-worker", "--kinds", ","]).unwrap();
+        let e = parse_kinds(&args.kinds).unwrap_err().to_string();
+        assert!(
+            e.starts_with("WORKER_KINDS (or --kinds) names no job kind")
+                && e.contains("post_status_callback"),
+            "{e}"
+        );
+        assert!(parse_kinds(&[" ".into()]).is_err());
+        let args = Args::try_parse_from(["i9-worker"]).unwrap();
+        assert_eq!(parse_kinds(&args.kinds).unwrap().len(), 4);
     }
 
     #[test]

@@ -22,7 +22,7 @@
 
 use std::{collections::BTreeMap, time::Duration};
 
-use i9_common::Config;
+use i9_common::{retry::RetryPolicy, Config};
 use sqlx::PgPool;
 use tokio::sync::watch;
 
@@ -54,6 +54,40 @@ impl Retention {
             outbox: config.retention_outbox,
             refresh_tokens: config.refresh_token_ttl,
         }
+    }
+}
+
+/// What a done-record must outlive beyond the longest retry schedule: copies
+/// of a job replayed from the dead-letter queue, or redelivered late.
+pub const PROCESSED_JOBS_MARGIN: Duration = Duration::from_secs(24 * 3600);
+
+impl Retention {
+    /// Refuse a `processed_jobs` retention shorter than the longest retry
+    /// schedule of `policies` (its jittered upper bound) plus
+    /// [`PROCESSED_JOBS_MARGIN`]: a copy of a job whose record was purged
+    /// takes effect again (docs/operations.md, "Purging").
+    pub fn check(&self, policies: &[RetryPolicy]) -> anyhow::Result<()> {
+        let longest = policies
+            .iter()
+            .map(|p| {
+                let secs = p.total_wait().as_secs_f64() * (1.0 + p.jitter_fraction());
+                Duration::from_secs(secs.round() as u64)
+            })
+            .max()
+            .unwrap_or_default();
+        let least = longest + PROCESSED_JOBS_MARGIN;
+        if self.processed_jobs < least {
+            let secs = least.as_secs();
+            anyhow::bail!(
+                "RETENTION_PROCESSED_JOBS_SECS ({}) is too short: a copy of a job older than its \
+                 done-record would take effect again (a second email or callback). Keep it at \
+                 least {secs} s: the longest retry schedule ({} h) plus a day; the default is \
+                 2592000 (30 days)",
+                self.processed_jobs.as_secs(),
+                (longest.as_secs_f64() / 3600.0).ceil(),
+            );
+        }
+        Ok(())
     }
 }
 
@@ -225,5 +259,35 @@ mod tests {
             Retention::from_config(&config).idempotency,
             Duration::from_secs(3600)
         );
+    }
+
+    #[test]
+    fn a_processed_jobs_retention_shorter_than_the_retry_schedules_is_refused() {
+        let policies = [RetryPolicy::JOBS, RetryPolicy::CALLBACKS];
+        let mut config = Config::for_tests("postgres://127.0.0.1/unused");
+        assert!(Retention::from_config(&config).check(&policies).is_ok());
+        // The callbacks' 20.4 h, plus 20 % jitter, plus a day.
+        let least = 73_515 * 12 / 10 + 24 * 3600;
+        for (secs, ok) in [(60, false), (least - 1, false), (least, true)] {
+            config.retention_processed_jobs = Duration::from_secs(secs);
+            let checked = Retention::from_config(&config).check(&policies);
+            assert_eq!(checked.is_ok(), ok, "{secs}: {checked:?}");
+            if let Err(e) = checked {
+                let e = e.to_string();
+                assert!(
+                    e.starts_with(&format!(
+                        "RETENTION_PROCESSED_JOBS_SECS ({secs}) is too short"
+                    )) && e.contains(&format!("at least {least} s")),
+                    "{e}"
+                );
+            }
+        }
+        // Shorter schedules need less.
+        config.retention_processed_jobs = Duration::from_secs(2 * 24 * 3600 - 1);
+        let short = RetryPolicy {
+            max_attempts: 3,
+            ..RetryPolicy::JOBS
+        };
+        assert!(Retention::from_config(&config).check(&[short]).is_ok());
     }
 }

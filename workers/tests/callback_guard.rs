@@ -11,51 +11,13 @@ use std::{
 };
 
 use i9_common::destination::BLOCKED;
-use i9_tests::{amqp_url, eventually, spawn, Stack, TcpProxy, TestApp, ATS_BOT};
+use i9_tests::{amqp_url, eventually, spawn, Stack, TcpProxy, ATS_BOT};
 use ipnet::IpNet;
 use serde_json::json;
 
 /// A listening port that counts the connections made to it.
 async fn connection_counter() -> TcpProxy {
     TcpProxy::start("127.0.0.1:9").await
-}
-
-/// A partner client of its own with `url` as its callback URL, an employee
-/// of it with an I-9, and a status event recorded for it (as the API and
-/// the worker record them); returns the event's id.
-async fn event_towards(app: &TestApp, n: usize, url: &str) -> uuid::Uuid {
-    let client: i64 = sqlx::query_scalar(
-        "INSERT INTO oauth_clients (client_id, secret_hash, scopes, integration_client_system,
-                                    integration_hr_url, signing_secret_ciphertext)
-         SELECT $1, secret_hash, scopes, integration_client_system, $2, signing_secret_ciphertext
-         FROM oauth_clients WHERE client_id = 'greenhouse-ats' RETURNING id",
-    )
-    .bind(format!("guard-{n}"))
-    .bind(url)
-    .fetch_one(app.pool())
-    .await
-    .unwrap();
-    let employee = app
-        .insert_employee("Ana", "Diaz", "Portland Warehouse", None)
-        .await;
-    sqlx::query(
-        "UPDATE employees SET integration_client_id = $2, integration_candidate_id = $3 WHERE id = $1",
-    )
-    .bind(employee)
-    .bind(client)
-    .bind(format!("cand-guard-{n}"))
-    .execute(app.pool())
-    .await
-    .unwrap();
-    let i9 = app.insert_i9(employee, "Section 1 Incomplete").await;
-    let mut tx = app.pool().begin().await.unwrap();
-    let event =
-        i9_common::events::record_status_change(&mut tx, i9, None, &app.config.public_base_url)
-            .await
-            .unwrap()
-            .unwrap();
-    tx.commit().await.unwrap();
-    event
 }
 
 fn url_of(ip: IpAddr, port: u16) -> String {
@@ -104,7 +66,7 @@ async fn a_callback_to_each_blocked_range_is_refused_without_a_connection() {
     }
     let mut events = Vec::new();
     for (n, (url, _)) in cases.iter().enumerate() {
-        events.push(event_towards(&app, n, url).await);
+        events.push(app.status_event_towards(&format!("guard-{n}"), url).await);
     }
     let total = cases.len() as i64;
     eventually("every callback is given up", || async {

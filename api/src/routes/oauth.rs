@@ -42,8 +42,11 @@ use crate::{
     error::ApiError,
     hashing::Saturated,
     state::AppState,
-    throttle::{Key, Kind},
+    throttle::{Delay, Key, Kind},
 };
+
+/// The token endpoint's route, as metrics and logs name it.
+pub const TOKEN_ROUTE: &str = "/oauth2/access_token";
 
 /// A successful token response.
 #[derive(Debug, Serialize, ToSchema)]
@@ -100,7 +103,9 @@ pub enum OAuthError {
 }
 
 impl From<Saturated> for OAuthError {
+    /// A token request shed (busy), counted and logged (`crate::overload`).
     fn from(s: Saturated) -> Self {
+        crate::overload::shed(TOKEN_ROUTE);
         OAuthError::Saturated {
             retry_after: s.retry_after,
         }
@@ -233,7 +238,7 @@ impl Keys {
 /// 429 while any of `keys` is delayed.
 async fn not_delayed(state: &AppState, keys: &Keys) -> Result<(), OAuthError> {
     match state.throttle.delayed(&keys.all()).await? {
-        Some(retry_after) => Err(OAuthError::Throttled { retry_after }),
+        Some(delay) => Err(throttled(delay)),
         None => Ok(()),
     }
 }
@@ -243,8 +248,16 @@ async fn not_delayed(state: &AppState, keys: &Keys) -> Result<(), OAuthError> {
 /// across a database query that a flood may make wait).
 fn not_delayed_meanwhile(state: &AppState, keys: &Keys) -> Result<(), OAuthError> {
     match state.throttle.remembered(&keys.all()) {
-        Some(retry_after) => Err(OAuthError::Throttled { retry_after }),
+        Some(delay) => Err(throttled(delay)),
         None => Ok(()),
+    }
+}
+
+/// The refusal of a sign-in while `delay` runs, counted by its key's kind.
+fn throttled(delay: Delay) -> OAuthError {
+    crate::overload::sign_in_throttled(delay.kind);
+    OAuthError::Throttled {
+        retry_after: delay.wait,
     }
 }
 

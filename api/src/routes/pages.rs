@@ -101,6 +101,7 @@ fn weakness_message(weakness: Weakness) -> String {
 /// Every hashing turn stayed taken: the form is not lost, the employee
 /// sends it again (the link still works).
 fn busy() -> Response {
+    crate::overload::shed(crate::overload::SET_PASSWORD);
     let mut response = page(
         StatusCode::SERVICE_UNAVAILABLE,
         "Please try again",

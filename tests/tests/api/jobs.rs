@@ -419,7 +419,12 @@ async fn a_worker_that_dies_before_acknowledging_gets_the_job_again_and_it_takes
 
 #[tokio::test]
 async fn without_smtp_mail_is_written_as_eml_files() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     let dir = std::env::temp_dir().join(format!("i9-mail-{}", uuid::Uuid::new_v4().simple()));
+    // A folder readable by everyone: the worker closes it.
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let d = dir.clone();
     let app = spawn(
         Stack {
@@ -442,11 +447,15 @@ async fn without_smtp_mail_is_written_as_eml_files() {
             .map(|r| {
                 r.filter_map(Result::ok)
                     .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "eml"))
                     .collect::<Vec<_>>()
             })
             .unwrap_or_default()
     };
     eventually("an .eml file appears", || async { !files().is_empty() }).await;
+    // The file holds a live link: the service's alone, in a folder of its own.
+    assert_eq!(files().len(), 1);
+    assert_eq!((mode(&dir), mode(&files()[0])), (0o700, 0o600));
     let eml = std::fs::read(&files()[0]).unwrap();
     let parsed = mail_parser::MessageParser::default().parse(&eml).unwrap();
     assert_eq!(

@@ -101,8 +101,16 @@ pub async fn run(ctx: &Context, event_id: Uuid) -> JobResult {
     })
     .await;
     if delivered {
-        if let Err(e) = recorded {
-            tracing::error!(%event_id, error = %e, "the partner took the callback but the delivery could not be recorded; a later copy would post it again");
+        match recorded {
+            Ok(()) => tracing::info!(
+                %event_id,
+                status = status.unwrap_or_default(),
+                duration_ms = elapsed,
+                "callback delivered"
+            ),
+            Err(e) => {
+                tracing::error!(%event_id, error = %e, "the partner took the callback but the delivery could not be recorded; a later copy would post it again")
+            }
         }
         return Ok(());
     }
@@ -140,6 +148,6 @@ async fn deliver(
         .body(body)
         .send()
         .await
-        .map_err(|e| Attempt::Failed(format!("request failed: {}", e.without_url())))?;
+        .map_err(|e| Attempt::Failed(callback_client::describe(&e.without_url(), url)))?;
     Ok(response.status().as_u16())
 }
