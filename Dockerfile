@@ -22,7 +22,8 @@ WORKDIR /src
 
 # The whole workspace: every member's manifest must be present for cargo to
 # resolve the workspace, migrations/ is read by sqlx::migrate!, and
-# common/src/seed.rs include_str!s fixtures/org.json (unit tests only).
+# common/src/seed.rs include_str!s fixtures/org.json (`i9-admin seed` refuses
+# its published passwords and secrets outside APP_ENV=development).
 # .dockerignore keeps target/, .git/ and mail-out/ out of the context.
 COPY . .
 

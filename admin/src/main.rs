@@ -24,12 +24,20 @@ enum Command {
     Migrate,
     /// Load an organization (legal entities, groups, roles, users, clients,
     /// employees) from a JSON file. Idempotent; prints the ids assigned. A
-    /// partner's changed signingSecret replaces the current one, which keeps
-    /// signing callbacks for the overlap.
+    /// partner's stored signing secret is kept when the file's differs,
+    /// unless --rotate-secrets. Outside APP_ENV=development, refuses the
+    /// example organization's published passwords and secrets, and user
+    /// passwords the set-password page would refuse.
     Seed {
         file: PathBuf,
-        /// How long a replaced signing secret keeps signing (e.g. 7d, 24h, 0s).
-        #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_overlap)]
+        /// Make a partner's differing signingSecret the current one (the
+        /// replaced one keeps signing for the overlap).
+        #[arg(long)]
+        rotate_secrets: bool,
+        /// With --rotate-secrets: how long a replaced signing secret keeps
+        /// signing (e.g. 7d, 24h, 0s).
+        #[arg(long, value_name = "DURATION", default_value = "7d", value_parser = parse_overlap,
+              requires = "rotate_secrets")]
         overlap: std::time::Duration,
     },
     /// Re-encrypt every encrypted value, and re-hash every SSN hash, under the
@@ -62,7 +70,8 @@ enum Command {
 enum PartnerCommand {
     /// Give the partner client a new signing secret, printed once; the old
     /// one keeps signing callbacks (a second signature in the same header)
-    /// until the overlap ends.
+    /// until the overlap ends. Ends the overlap of any earlier secret: at
+    /// most two secrets sign. Names each secret that stops signing, and when.
     RotateSecret {
         /// The partner's clientId.
         client_id: String,
@@ -134,16 +143,27 @@ async fn run() -> anyhow::Result<()> {
             check_keys(&pool, &config).await?;
             println!("migrations applied; keys match the data");
         }
-        Command::Seed { file, overlap } => {
+        Command::Seed {
+            file,
+            rotate_secrets,
+            overlap,
+        } => {
             let config = Config::from_env()?;
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
             let org = seed::parse(&text)?;
             seed::check_callback_urls(&org, config.allow_private_callbacks)?;
+            if config.production {
+                seed::check_for_production(&org)?;
+            }
             let pool = db::connect(&config).await?;
             check_keys(&pool, &config).await?;
-            let (assigned, rotations) =
-                seed::load_with(&pool, &DataCipher::from_config(&config), &org, overlap).await?;
+            let options = seed::Options {
+                rotate_secrets,
+                overlap,
+            };
+            let (assigned, notes) =
+                seed::load_with(&pool, &DataCipher::from_config(&config), &org, options).await?;
             for a in &assigned {
                 println!(
                     "{:<13} {:<28} id {:<6} {}",
@@ -153,12 +173,19 @@ async fn run() -> anyhow::Result<()> {
                     a.outcome.as_str()
                 );
             }
-            for r in &rotations {
-                println!(
-                    "{}: new signing secret; {}",
-                    r.client_id,
-                    overlap_line(r.previous_valid_until)
-                );
+            for note in &notes {
+                match note {
+                    seed::SecretNote::Kept { client_id } => println!(
+                        "{client_id}: kept its current signing secret (the file's differs; rotate \
+                         with --rotate-secrets or i9-admin partners rotate-secret)"
+                    ),
+                    seed::SecretNote::Rotated { client_id, stops } => {
+                        println!("{client_id}: new signing secret (the file's)");
+                        for stop in stops {
+                            println!("  {stop}");
+                        }
+                    }
+                }
             }
         }
         Command::Rekey { batch_size } => {
@@ -227,16 +254,6 @@ async fn run() -> anyhow::Result<()> {
         }
     }
     Ok(())
-}
-
-fn overlap_line(until: Option<chrono::DateTime<chrono::Utc>>) -> String {
-    match until {
-        Some(t) => format!(
-            "the previous one also signs callbacks until {} (UTC)",
-            t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-        ),
-        None => "the previous one no longer signs callbacks".to_owned(),
-    }
 }
 
 // `i9-admin rekey`.
@@ -323,16 +340,27 @@ async fn partners(
             let secret = signing_secrets::generate();
             let ciphertext =
                 cipher.encrypt(i9_common::crypto::Purpose::SigningSecret, secret.as_bytes());
-            let until = signing_secrets::replace(&mut tx, cipher, id, &ciphertext, overlap).await?;
+            let stops = signing_secrets::replace(&mut tx, cipher, id, &ciphertext, overlap).await?;
             tx.commit().await?;
             println!("new signing secret of {client_id} (shown once; give it to the partner):");
             println!("{secret}");
-            println!("{}", overlap_line(until));
+            for stop in &stops {
+                println!("{stop}");
+            }
         }
         PartnerCommand::EndOverlap { .. } => {
-            let n = signing_secrets::end_overlap(&mut tx, id).await?;
+            let ended = signing_secrets::end_overlap(&mut tx, id).await?;
             tx.commit().await?;
-            println!("{n} previous secret(s) of {client_id} no longer sign callbacks");
+            if ended.is_empty() {
+                println!("{client_id}: no replaced secret was signing callbacks");
+            }
+            for secret in ended {
+                let stop = signing_secrets::Stop {
+                    secret,
+                    until: None,
+                };
+                println!("{client_id}: {stop}");
+            }
         }
     }
     Ok(())

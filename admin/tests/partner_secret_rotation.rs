@@ -1,21 +1,32 @@
-//! A partner's signing secret rotates with an overlap (docs/partners.md):
-//! after `i9-admin partners rotate-secret` (or `i9-admin seed` with another
-//! `signingSecret`) each callback carries two signatures in its
-//! `webhook-signature` header, one verifying with the old secret and one with
-//! the new; once the overlap ends, one signature, with the new secret only.
-//! Verified at a real HTTP endpoint with the `standardwebhooks` library.
+//! A partner's signing secret rotates with an overlap (docs/partners.md,
+//! "Signing secret rotation"): after `i9-admin partners rotate-secret` (or
+//! `i9-admin seed --rotate-secrets` with another `signingSecret`) each
+//! callback carries two signatures in its `webhook-signature` header, one
+//! verifying with the old secret and one with the new; once the overlap ends,
+//! one signature, with the new secret only. A rotation ends every earlier
+//! overlap, so never more than two sign. A seed keeps the stored secret unless
+//! told to rotate, and never brings back a replaced one. Verified at a real
+//! HTTP endpoint with the `standardwebhooks` library.
 
 #![allow(clippy::unwrap_used)] // a test: panics are failures
 
 use std::process::Command;
 
+use chrono::{DateTime, Utc};
+use i9_common::crypto::{DataCipher, Purpose};
 use i9_tests::{eventually, fixture_path, spawn_partner_stack, Receiver, TestApp, ATS_BOT};
 use serde_json::{json, Value};
 
 /// The example organization's secret for the partner client.
 const OLD: &str = "whsec_YWNtZS1ncmVlbmhvdXNlLWRldi1zaWduaW5nLWtleSEh";
-/// The one a later seed file gives it (32 bytes of 5).
+/// Secrets later seed files give it (32 bytes of 5, of 6).
 const FROM_FILE: &str = "whsec_BQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQUFBQU=";
+const FROM_FILE_2: &str = "whsec_BgYGBgYGBgYGBgYGBgYGBgYGBgYGBgYGBgYGBgYGBgY=";
+/// A new partner's (32 bytes of 7).
+const NEW_PARTNER: &str = "whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=";
+
+const KEPT: &str = "greenhouse-ats: kept its current signing secret (the file's differs; \
+                    rotate with --rotate-secrets or i9-admin partners rotate-secret)";
 
 fn admin(db_url: &str, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_i9-admin"))
@@ -26,6 +37,7 @@ fn admin(db_url: &str, args: &[&str]) -> (bool, String, String) {
         .env("ALLOW_PRIVATE_CALLBACKS", "true")
         .output()
         .unwrap();
+    i9_tests::logs::keep_stderr("i9-admin", &out.stderr);
     (
         out.status.success(),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -33,9 +45,26 @@ fn admin(db_url: &str, args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// `partners rotate-secret greenhouse-ats` with `extra` arguments: the new
+/// secret (printed on a line of its own) and the whole output.
+fn rotate(app: &TestApp, extra: &[&str]) -> (String, String) {
+    let mut args = vec!["partners", "rotate-secret", "greenhouse-ats"];
+    args.extend_from_slice(extra);
+    let (ok, out, err) = admin(&app.db.url, &args);
+    assert!(ok, "{err}");
+    let secrets: Vec<&str> = out.lines().filter(|l| l.starts_with("whsec_")).collect();
+    assert_eq!(secrets.len(), 1, "the new secret, once: {out}");
+    let new = secrets[0].to_owned();
+    assert!(
+        i9_common::seed::decode_signing_secret(&new).is_some_and(|b| b.len() == 32),
+        "{new}"
+    );
+    (new, out)
+}
+
 /// Hire a candidate through the partner operation and wait for its creation
-/// callback; returns the signatures of that callback's header, each checked
-/// against `valid` (must verify) and `invalid` (must not).
+/// callback; returns the number of `v1,` signatures in that callback's header,
+/// each secret of `valid` verifying it and none of `invalid`.
 async fn hire(
     app: &TestApp,
     receiver: &Receiver,
@@ -92,33 +121,49 @@ async fn previous_secrets(app: &TestApp) -> i64 {
         .unwrap()
 }
 
+/// How the commands write a date: UTC, to the second.
+fn when(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+/// When the partner's current secret was set, as the commands name it.
+async fn set_at(app: &TestApp) -> String {
+    let t: DateTime<Utc> = sqlx::query_scalar(
+        "SELECT signing_secret_set_at FROM oauth_clients WHERE client_id = 'greenhouse-ats'",
+    )
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    when(t)
+}
+
+/// Lines of `out` saying a secret stops signing, now or later.
+fn stop_lines(out: &str) -> usize {
+    out.lines()
+        .filter(|l| l.contains("signs callbacks"))
+        .count()
+}
+
 #[tokio::test]
-async fn callbacks_carry_both_signatures_during_the_overlap_and_one_after() {
+async fn a_rotation_keeps_at_most_one_replaced_secret_signing() {
     let (app, receiver) = spawn_partner_stack().await;
     assert_eq!(hire(&app, &receiver, "cand-0", &[OLD], &[]).await, 1);
+    assert_eq!(previous_secrets(&app).await, 0);
 
-    // rotate-secret: a new secret printed once; the old one signs on for a week.
-    let (ok, out, err) = admin(
-        &app.db.url,
-        &["partners", "rotate-secret", "greenhouse-ats"],
-    );
-    assert!(ok, "{err}");
-    let new = out
-        .lines()
-        .find(|l| l.starts_with("whsec_"))
-        .unwrap_or_else(|| panic!("the new secret is printed: {out}"))
-        .to_owned();
+    // The first rotation: the old secret signs on for the week.
+    let t0 = set_at(&app).await;
+    let (new1, out) = rotate(&app, &[]);
     assert!(
-        i9_common::seed::decode_signing_secret(&new).is_some_and(|b| b.len() == 32),
-        "{new}"
-    );
-    assert!(
-        out.contains("the previous one also signs callbacks until"),
+        out.contains(&format!(
+            "the secret set on {t0} also signs callbacks until "
+        )),
         "{out}"
     );
+    assert_eq!(stop_lines(&out), 1, "{out}");
+    assert!(!out.contains(OLD), "only the new secret is printed");
     assert_eq!(previous_secrets(&app).await, 1);
     // Encrypted at rest, old and new.
-    for secret in [OLD, new.as_str()] {
+    for secret in [OLD, new1.as_str()] {
         let in_clear: i64 = sqlx::query_scalar(
             "SELECT (SELECT count(*) FROM previous_signing_secrets WHERE position($1 IN secret_ciphertext) > 0)
                   + (SELECT count(*) FROM oauth_clients WHERE position($1 IN signing_secret_ciphertext) > 0)",
@@ -129,74 +174,80 @@ async fn callbacks_carry_both_signatures_during_the_overlap_and_one_after() {
         .unwrap();
         assert_eq!(in_clear, 0);
     }
+    assert_eq!(hire(&app, &receiver, "cand-1", &[OLD, &new1], &[]).await, 2);
 
-    assert_eq!(hire(&app, &receiver, "cand-1", &[OLD, &new], &[]).await, 2);
-
-    // The operator ends the overlap early (the partner has switched).
-    let (ok, out, err) = admin(&app.db.url, &["partners", "end-overlap", "greenhouse-ats"]);
-    assert!(ok, "{err}");
+    // A second rotation within the overlap: the oldest stops now, the one it
+    // replaces signs on. Still two signatures, never three.
+    let t1 = set_at(&app).await;
+    let (new2, out) = rotate(&app, &[]);
     assert!(
-        out.contains("1 previous secret(s) of greenhouse-ats no longer sign"),
+        out.contains(&format!(
+            "the secret set on {t1} also signs callbacks until "
+        )) && out.contains(&format!("the secret set on {t0} no longer signs callbacks")),
         "{out}"
     );
-    assert_eq!(hire(&app, &receiver, "cand-2", &[&new], &[OLD]).await, 1);
-
-    // A seed file with another secret starts the same overlap.
-    let mut org: Value =
-        serde_json::from_str(&std::fs::read_to_string(fixture_path()).unwrap()).unwrap();
-    for client in org["clients"].as_array_mut().unwrap() {
-        if client["clientId"] == "greenhouse-ats" {
-            client["integration"]["signingSecret"] = json!(FROM_FILE);
-            client["integration"]["hrUrl"] = json!(receiver.url);
-        }
-    }
-    let file = std::env::temp_dir().join(format!("org-{}.json", uuid::Uuid::new_v4()));
-    std::fs::write(&file, org.to_string()).unwrap();
-    let file = file.to_str().unwrap();
-    let (ok, out, err) = admin(&app.db.url, &["seed", file, "--overlap", "24h"]);
-    assert!(ok, "{err}");
-    assert!(
-        out.contains(
-            "greenhouse-ats: new signing secret; the previous one also signs callbacks until"
-        ),
-        "{out}"
-    );
+    assert_eq!(stop_lines(&out), 2, "{out}");
+    assert!(!out.contains(OLD) && !out.contains(&new1), "{out}");
+    assert_eq!(previous_secrets(&app).await, 1);
     assert_eq!(
-        hire(&app, &receiver, "cand-3", &[FROM_FILE, &new], &[OLD]).await,
+        hire(&app, &receiver, "cand-2", &[&new2, &new1], &[OLD]).await,
         2
     );
-    // Seeding the same file again changes nothing.
-    let (ok, out, err) = admin(&app.db.url, &["seed", file]);
-    assert!(ok, "{err}");
-    assert!(!out.contains("new signing secret"), "{out}");
-    assert_eq!(previous_secrets(&app).await, 1);
 
-    // The overlap ends by itself: the old secret signs no more.
+    // Without an overlap only the new secret signs.
+    let t2 = set_at(&app).await;
+    let (new3, out) = rotate(&app, &["--overlap", "0s"]);
+    assert!(
+        out.contains(&format!("the secret set on {t2} no longer signs callbacks"))
+            && out.contains(&format!("the secret set on {t1} no longer signs callbacks")),
+        "{out}"
+    );
+    assert_eq!(stop_lines(&out), 2, "{out}");
+    assert_eq!(previous_secrets(&app).await, 0);
+    assert_eq!(
+        hire(&app, &receiver, "cand-3", &[&new3], &[&new2, &new1, OLD]).await,
+        1
+    );
+
+    // The operator ends an overlap early (the partner has switched).
+    let t3 = set_at(&app).await;
+    let (new4, _) = rotate(&app, &[]);
+    assert_eq!(previous_secrets(&app).await, 1);
+    let (ok, out, err) = admin(&app.db.url, &["partners", "end-overlap", "greenhouse-ats"]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        out,
+        format!("greenhouse-ats: the secret set on {t3} no longer signs callbacks\n")
+    );
+    assert_eq!(previous_secrets(&app).await, 0);
+    assert_eq!(hire(&app, &receiver, "cand-4", &[&new4], &[&new3]).await, 1);
+    let (ok, out, _) = admin(&app.db.url, &["partners", "end-overlap", "greenhouse-ats"]);
+    assert!(ok);
+    assert_eq!(
+        out,
+        "greenhouse-ats: no replaced secret was signing callbacks\n"
+    );
+
+    // An overlap that ended by itself signs nothing, and the next rotation
+    // does not name it again.
+    let (new5, _) = rotate(&app, &[]);
     sqlx::query("UPDATE previous_signing_secrets SET valid_until = now() - interval '1 second'")
         .execute(app.pool())
         .await
         .unwrap();
-    assert_eq!(
-        hire(&app, &receiver, "cand-4", &[FROM_FILE], &[&new, OLD]).await,
-        1
-    );
-    let _ = std::fs::remove_file(file);
-
-    // Without an overlap, the old secret stops at once; an unknown client is named.
-    let (ok, out, _) = admin(
-        &app.db.url,
-        &[
-            "partners",
-            "rotate-secret",
-            "greenhouse-ats",
-            "--overlap",
-            "0s",
-        ],
-    );
+    assert_eq!(hire(&app, &receiver, "cand-5", &[&new5], &[&new4]).await, 1);
+    let t5 = set_at(&app).await;
+    let (_, out) = rotate(&app, &[]);
     assert!(
-        ok && out.contains("the previous one no longer signs callbacks"),
+        out.contains(&format!(
+            "the secret set on {t5} also signs callbacks until "
+        )),
         "{out}"
     );
+    assert_eq!(stop_lines(&out), 1, "{out}");
+    assert_eq!(previous_secrets(&app).await, 1);
+
+    // An unknown client, or one that is not a partner, is named.
     let (ok, _, err) = admin(&app.db.url, &["partners", "rotate-secret", "nobody"]);
     assert!(!ok && err.contains("no client \"nobody\""), "{err}");
     let (ok, _, err) = admin(
@@ -204,4 +255,170 @@ async fn callbacks_carry_both_signatures_during_the_overlap_and_one_after() {
         &["partners", "rotate-secret", "acme-hr-portal"],
     );
     assert!(!ok && err.contains("is not a partner"), "{err}");
+}
+
+/// The example organization with the partner's `signingSecret` and callback
+/// URL replaced, the Administrator role's description set to `description`,
+/// and `extra` clients added; written to a temporary file.
+fn org_file(receiver: &Receiver, secret: &str, description: &str, extra: &[Value]) -> String {
+    let mut org: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture_path()).unwrap()).unwrap();
+    for client in org["clients"].as_array_mut().unwrap() {
+        if client["clientId"] == "greenhouse-ats" {
+            client["integration"]["signingSecret"] = json!(secret);
+            client["integration"]["hrUrl"] = json!(receiver.url);
+        }
+    }
+    org["clients"]
+        .as_array_mut()
+        .unwrap()
+        .extend_from_slice(extra);
+    org["roles"][0]["description"] = json!(description);
+    let file = std::env::temp_dir().join(format!("org-{}.json", uuid::Uuid::new_v4()));
+    std::fs::write(&file, org.to_string()).unwrap();
+    file.to_str().unwrap().to_owned()
+}
+
+const DESCRIPTION: &str = "Full access to every record";
+
+async fn description(app: &TestApp) -> String {
+    sqlx::query_scalar("SELECT description FROM roles WHERE name = 'Administrator'")
+        .fetch_one(app.pool())
+        .await
+        .unwrap()
+}
+
+/// When the partner's one replaced secret stops signing, as the commands write it.
+async fn valid_until(app: &TestApp) -> String {
+    when(
+        sqlx::query_scalar("SELECT valid_until FROM previous_signing_secrets")
+            .fetch_one(app.pool())
+            .await
+            .unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn a_seed_keeps_the_stored_secret_unless_told_and_never_brings_back_a_replaced_one() {
+    let (app, receiver) = spawn_partner_stack().await;
+    let file_a = org_file(&receiver, FROM_FILE, DESCRIPTION, &[]);
+
+    // A file with another secret: the stored one is kept, and said so.
+    let (ok, out, err) = admin(&app.db.url, &["seed", &file_a]);
+    assert!(ok, "{err}");
+    assert!(out.contains(KEPT), "{out}");
+    assert!(!out.contains(FROM_FILE) && !out.contains(OLD), "{out}");
+    assert_eq!(previous_secrets(&app).await, 0);
+    assert_eq!(
+        hire(&app, &receiver, "cand-0", &[OLD], &[FROM_FILE]).await,
+        1
+    );
+
+    // --rotate-secrets makes the file's current, with the overlap.
+    let t0 = set_at(&app).await;
+    let (ok, out, err) = admin(
+        &app.db.url,
+        &["seed", &file_a, "--rotate-secrets", "--overlap", "24h"],
+    );
+    assert!(ok, "{err}");
+    let until = valid_until(&app).await;
+    assert!(
+        out.contains(&format!(
+            "greenhouse-ats: new signing secret (the file's)\n  the secret set on {t0} also signs \
+             callbacks until {until}, then stops\n"
+        )),
+        "{out}"
+    );
+    assert!(!out.contains(KEPT), "{out}");
+    assert_eq!(previous_secrets(&app).await, 1);
+    assert_eq!(
+        hire(&app, &receiver, "cand-1", &[FROM_FILE, OLD], &[]).await,
+        2
+    );
+    // The same file again changes nothing, and says nothing of the secret.
+    let (ok, out, err) = admin(&app.db.url, &["seed", &file_a, "--rotate-secrets"]);
+    assert!(ok, "{err}");
+    assert!(!out.contains("signing secret"), "{out}");
+    assert_eq!(previous_secrets(&app).await, 1);
+
+    // Another file secret within the overlap: at most one replaced secret signs.
+    let t1 = set_at(&app).await;
+    let file_b = org_file(&receiver, FROM_FILE_2, DESCRIPTION, &[]);
+    let (ok, out, err) = admin(&app.db.url, &["seed", &file_b, "--rotate-secrets"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(&format!(
+            "  the secret set on {t1} also signs callbacks until "
+        )) && out.contains(&format!(
+            "  the secret set on {t0} no longer signs callbacks\n"
+        )),
+        "{out}"
+    );
+    assert_eq!(previous_secrets(&app).await, 1);
+    assert_eq!(
+        hire(&app, &receiver, "cand-2", &[FROM_FILE_2, FROM_FILE], &[OLD]).await,
+        2
+    );
+
+    // Back to the secret just replaced: refused whole, with or without
+    // --rotate-secrets, naming the client; nothing else in the file loads.
+    let back = org_file(&receiver, FROM_FILE, "changed by a refused seed", &[]);
+    let set_before = set_at(&app).await;
+    for flags in [&[][..], &["--rotate-secrets"][..]] {
+        let mut args = vec!["seed", back.as_str()];
+        args.extend_from_slice(flags);
+        let (ok, out, err) = admin(&app.db.url, &args);
+        assert!(!ok, "refused: {out}");
+        assert!(
+            err.contains(
+                "clients[2].integration.signingSecret: greenhouse-ats replaced this secret"
+            ),
+            "{err}"
+        );
+        assert!(
+            !err.contains(FROM_FILE) && !out.contains(FROM_FILE),
+            "{err}"
+        );
+        assert!(out.is_empty(), "nothing loaded: {out}");
+    }
+    assert_eq!(description(&app).await, DESCRIPTION);
+    assert_eq!(set_at(&app).await, set_before);
+    assert_eq!(previous_secrets(&app).await, 1);
+    assert_eq!(
+        hire(&app, &receiver, "cand-3", &[FROM_FILE_2, FROM_FILE], &[OLD]).await,
+        2
+    );
+
+    // A new partner client gets the file's secret, no flag needed.
+    let lever = json!({"clientId": "lever-ats", "clientSecret": "lever-secret-change-me", "scopes": ["read"],
+                       "integration": {"clientSystem": "Lever", "hrUrl": receiver.url, "signingSecret": NEW_PARTNER}});
+    let file_c = org_file(&receiver, FROM_FILE_2, DESCRIPTION, &[lever]);
+    let (ok, out, err) = admin(&app.db.url, &["seed", &file_c]);
+    assert!(ok, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("client ") && l.contains("lever-ats") && l.ends_with("created")),
+        "{out}"
+    );
+    assert!(!out.contains("signing secret"), "{out}");
+    let stored: Vec<u8> = sqlx::query_scalar(
+        "SELECT signing_secret_ciphertext FROM oauth_clients WHERE client_id = 'lever-ats'",
+    )
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    let cipher = DataCipher::from_config(&i9_common::Config::for_tests(""));
+    assert_eq!(
+        cipher.decrypt(Purpose::SigningSecret, &stored).unwrap(),
+        NEW_PARTNER.as_bytes()
+    );
+    assert_eq!(previous_secrets(&app).await, 1);
+
+    // --overlap means nothing without --rotate-secrets.
+    let (ok, _, err) = admin(&app.db.url, &["seed", &file_b, "--overlap", "1h"]);
+    assert!(!ok && err.contains("--rotate-secrets"), "{err}");
+
+    for f in [file_a, file_b, back, file_c] {
+        let _ = std::fs::remove_file(f);
+    }
 }

@@ -6,6 +6,13 @@
 //! matched on their natural keys (legal entity `key`, group and role `name`,
 //! user `login`, `clientId`, employee `profileId`), so a second run with the
 //! same file changes nothing.
+//!
+//! A partner's signing secret is the file's only when the client is new:
+//! afterwards the stored one is kept unless the run rotates
+//! ([`Options::rotate_secrets`]), and a secret the client replaced is refused
+//! (docs/operations.md, "Rotating a partner's signing secret"). Outside
+//! development, [`check_for_production`] refuses the example organization's
+//! published credentials and weak passwords.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -16,7 +23,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::{
     crypto::{hash_password, verify_password, DataCipher, Purpose},
-    domain::{parse_date, Permission, Scopes, Ssn},
+    domain::{parse_date, password, Permission, Scopes, Ssn},
     signing_secrets,
 };
 
@@ -516,42 +523,149 @@ pub fn check_callback_urls(org: &OrgFile, allow_private: bool) -> Result<(), See
     }
 }
 
+/// The example organization, whose passwords and secrets are published in
+/// this repository.
+const PUBLISHED: &str = include_str!("../../fixtures/org.json");
+
+/// What `i9-admin seed` checks outside `APP_ENV=development` (docs/operations.md,
+/// "Production checklist"): no password, client secret or signing secret
+/// published in `fixtures/org.json`, and every user's password passes the
+/// rules of the set-password page ([`password::check`]). Each offending entry
+/// is named by its login or client id, never by the value.
+pub fn check_for_production(org: &OrgFile) -> Result<(), SeedError> {
+    let example = parse(PUBLISHED).map_err(|_| {
+        SeedError::Invalid(vec![
+            "the example organization built into i9-admin cannot be read".to_owned(),
+        ])
+    })?;
+    let published: HashSet<&str> = example
+        .users
+        .iter()
+        .map(|u| u.password.as_str())
+        .chain(example.clients.iter().flat_map(|c| {
+            std::iter::once(c.client_secret.as_str())
+                .chain(c.integration.as_ref().map(|i| i.signing_secret.as_str()))
+        }))
+        .collect();
+    const WHY: &str = "published in fixtures/org.json, the example organization: choose another";
+    let mut errors = Vec::new();
+    for (i, u) in org.users.iter().enumerate() {
+        let at = format!("users[{i}].password (user {:?})", u.login);
+        if published.contains(u.password.as_str()) {
+            errors.push(format!("{at}: {WHY}"));
+            continue;
+        }
+        let personal: Vec<&str> = [&u.login, &u.first_name, &u.last_name]
+            .into_iter()
+            .map(String::as_str)
+            .chain(u.email_address.as_deref())
+            .collect();
+        if let Err(weakness) = password::check(&u.password, &personal) {
+            errors.push(format!("{at}: {weakness}"));
+        }
+    }
+    for (i, c) in org.clients.iter().enumerate() {
+        if published.contains(c.client_secret.as_str()) {
+            errors.push(format!(
+                "clients[{i}].clientSecret (client {:?}): {WHY}",
+                c.client_id
+            ));
+        }
+        if let Some(int) = &c.integration {
+            if published.contains(int.signing_secret.as_str()) {
+                errors.push(format!(
+                    "clients[{i}].integration.signingSecret (client {:?}): {WHY}",
+                    c.client_id
+                ));
+            }
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(SeedError::Invalid(errors))
+    }
+}
+
 /// id, SSN hash and SSN ciphertext of an employee already in the database.
 type ExistingEmployee = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
 
-/// A partner's signing secret that the file changed.
+/// What a run did with a partner's `signingSecret` that differs from the
+/// stored current one (docs/operations.md, "Rotating a partner's signing
+/// secret").
 #[derive(Debug, Clone)]
-pub struct SecretRotation {
-    pub client_id: String,
-    /// Until when the replaced secret still signs callbacks (None: it does not).
-    pub previous_valid_until: Option<chrono::DateTime<chrono::Utc>>,
+pub enum SecretNote {
+    /// Kept the stored secret: the file's is not loaded without `--rotate-secrets`.
+    Kept { client_id: String },
+    /// Rotated to the file's; each replaced secret that stops signing, and when.
+    Rotated {
+        client_id: String,
+        stops: Vec<signing_secrets::Stop>,
+    },
 }
 
-/// Check and load the organization; returns what it assigned. A changed
-/// signing secret starts the default overlap
-/// ([`signing_secrets::DEFAULT_OVERLAP`]).
+/// How a run treats partners' signing secrets.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Make a file's differing `signingSecret` the current one; otherwise
+    /// the stored one is kept.
+    pub rotate_secrets: bool,
+    /// How long a secret replaced by the file's keeps signing.
+    pub overlap: std::time::Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            rotate_secrets: false,
+            overlap: signing_secrets::DEFAULT_OVERLAP,
+        }
+    }
+}
+
+/// Check and load the organization with the default [`Options`] (a stored
+/// signing secret is kept); returns what it assigned.
 pub async fn load(
     pool: &PgPool,
     cipher: &DataCipher,
     org: &OrgFile,
 ) -> Result<Vec<Assigned>, SeedError> {
-    load_with(pool, cipher, org, signing_secrets::DEFAULT_OVERLAP)
+    load_with(pool, cipher, org, Options::default())
         .await
         .map(|(assigned, _)| assigned)
 }
 
-/// [`load`], a replaced signing secret signing on for `overlap`; also
-/// returns the secrets it replaced.
+/// [`load`] with `options`; also returns what it did with partners'
+/// differing signing secrets. A file secret equal to one of its client's
+/// replaced secrets is refused, and nothing is loaded.
 pub async fn load_with(
     pool: &PgPool,
     cipher: &DataCipher,
     org: &OrgFile,
-    overlap: std::time::Duration,
-) -> Result<(Vec<Assigned>, Vec<SecretRotation>), SeedError> {
+    options: Options,
+) -> Result<(Vec<Assigned>, Vec<SecretNote>), SeedError> {
     let checked = check(org)?;
-    let mut rotations = Vec::new();
+    let mut notes = Vec::new();
     let mut tx = pool.begin().await?;
     let mut out = Vec::new();
+
+    // A replaced secret may have leaked: it never becomes current again.
+    let mut refused = Vec::new();
+    for (i, c) in org.clients.iter().enumerate() {
+        let Some(int) = &c.integration else { continue };
+        if signing_secrets::is_replaced(&mut *tx, cipher, &c.client_id, &int.signing_secret).await?
+        {
+            refused.push(format!(
+                "clients[{i}].integration.signingSecret: {id} replaced this secret, and a replaced \
+                 secret may have leaked, so it never becomes current again: write {id}'s current \
+                 secret into the file, or a new one (i9-admin partners rotate-secret {id})",
+                id = c.client_id
+            ));
+        }
+    }
+    if !refused.is_empty() {
+        return Err(SeedError::Invalid(refused));
+    }
 
     let mut entity_ids = HashMap::new();
     for (i, le) in org.legal_entities.iter().enumerate() {
@@ -738,8 +852,8 @@ pub async fn load_with(
             Some((_, h, _)) if verify_password(&c.client_secret, h) => h.clone(),
             _ => hash_password(&c.client_secret),
         };
-        // A changed secret replaces the current one after the upsert, with an
-        // overlap (`signing_secrets::replace`); the upsert keeps the old one.
+        // A differing secret is kept out (noted), or, with `rotate_secrets`,
+        // replaces the current one after the upsert, which keeps the old one.
         let old_signing = existing.as_ref().and_then(|e| e.2.clone());
         let mut replacement = None;
         let signing = c.integration.as_ref().map(|int| match &old_signing {
@@ -751,20 +865,31 @@ pub async fn load_with(
                 ct.clone()
             }
             Some(ct) => {
-                replacement =
-                    Some(cipher.encrypt(Purpose::SigningSecret, int.signing_secret.as_bytes()));
+                if options.rotate_secrets {
+                    replacement =
+                        Some(cipher.encrypt(Purpose::SigningSecret, int.signing_secret.as_bytes()));
+                } else {
+                    notes.push(SecretNote::Kept {
+                        client_id: c.client_id.clone(),
+                    });
+                }
                 ct.clone()
             }
             None => cipher.encrypt(Purpose::SigningSecret, int.signing_secret.as_bytes()),
         });
         let scopes = Scopes::from_list(&c.scopes).unwrap_or_default().to_list();
         let row: Option<(i64, bool)> = sqlx::query_as(
-            "INSERT INTO oauth_clients (client_id, secret_hash, scopes, integration_client_system, integration_hr_url, signing_secret_ciphertext)
-             VALUES ($1, $2, $3, $4, $5, $6)
+            "INSERT INTO oauth_clients (client_id, secret_hash, scopes, integration_client_system, integration_hr_url,
+                 signing_secret_ciphertext, signing_secret_set_at)
+             VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $6::BYTEA IS NULL THEN NULL ELSE now() END)
              ON CONFLICT (client_id) DO UPDATE SET secret_hash = EXCLUDED.secret_hash, scopes = EXCLUDED.scopes,
                  integration_client_system = EXCLUDED.integration_client_system,
                  integration_hr_url = EXCLUDED.integration_hr_url,
-                 signing_secret_ciphertext = EXCLUDED.signing_secret_ciphertext, updated_at = now()
+                 signing_secret_ciphertext = EXCLUDED.signing_secret_ciphertext,
+                 signing_secret_set_at = CASE
+                     WHEN EXCLUDED.signing_secret_ciphertext IS NOT DISTINCT FROM oauth_clients.signing_secret_ciphertext
+                     THEN oauth_clients.signing_secret_set_at ELSE EXCLUDED.signing_secret_set_at END,
+                 updated_at = now()
              WHERE (oauth_clients.secret_hash, oauth_clients.scopes, oauth_clients.integration_client_system,
                     oauth_clients.integration_hr_url, oauth_clients.signing_secret_ciphertext)
                  IS DISTINCT FROM (EXCLUDED.secret_hash, EXCLUDED.scopes, EXCLUDED.integration_client_system,
@@ -784,18 +909,19 @@ pub async fn load_with(
             .or(existing.map(|e| e.0))
             .ok_or(sqlx::Error::RowNotFound)?;
         if let Some(new) = replacement.as_deref() {
-            let until = signing_secrets::replace(&mut tx, cipher, id, new, overlap)
+            let stops = signing_secrets::replace(&mut tx, cipher, id, new, options.overlap)
                 .await
                 .map_err(|e| match e {
                     signing_secrets::SigningError::Database(e) => SeedError::Database(e),
-                    other => SeedError::Invalid(vec![format!(
-                        "clients: {}: {other} (are the keys the data's?)",
+                    signing_secrets::SigningError::Undecryptable => SeedError::Invalid(vec![format!(
+                        "clients: {}: its signing secret cannot be decrypted (are the keys the data's?)",
                         c.client_id
                     )]),
+                    other => SeedError::Invalid(vec![format!("clients: {}: {other}", c.client_id)]),
                 })?;
-            rotations.push(SecretRotation {
+            notes.push(SecretNote::Rotated {
                 client_id: c.client_id.clone(),
-                previous_valid_until: until,
+                stops,
             });
         }
         out.push(Assigned {
@@ -953,7 +1079,7 @@ pub async fn load_with(
         .await?;
     }
     tx.commit().await?;
-    Ok((out, rotations))
+    Ok((out, notes))
 }
 
 /// Make a link table hold exactly `wanted` for `owner`; true if it changed.
@@ -985,7 +1111,7 @@ where
 mod tests {
     use super::*;
 
-    const FIXTURE: &str = include_str!("../../fixtures/org.json");
+    const FIXTURE: &str = PUBLISHED;
 
     #[test]
     fn the_example_organization_is_valid() {

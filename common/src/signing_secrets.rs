@@ -1,15 +1,17 @@
 //! Partner signing secrets and their rotation with an overlap
-//! (docs/partners.md, "Signing secret rotation"; docs/operations.md, "Keys
-//! and rotation").
+//! (docs/partners.md, "Signing secret rotation"; docs/operations.md,
+//! "Rotating a partner's signing secret").
 //!
 //! A partner client's current `whsec_` secret is
 //! `oauth_clients.signing_secret_ciphertext`. When it is replaced (`i9-admin
-//! partners rotate-secret`, or `i9-admin seed` with another `signingSecret`),
-//! the old one moves to `previous_signing_secrets` and keeps signing until its
-//! overlap ends: meanwhile every callback carries one signature per valid
-//! secret, space-separated in one `webhook-signature` header as Standard
-//! Webhooks allows, so the partner verifies with whichever secret it holds.
-//! All of them stay encrypted under the data key.
+//! partners rotate-secret`, or `i9-admin seed --rotate-secrets` with another
+//! `signingSecret`), the old one moves to `previous_signing_secrets` and keeps
+//! signing until its overlap ends: meanwhile every callback carries one
+//! signature per valid secret, space-separated in one `webhook-signature`
+//! header as Standard Webhooks allows, so the partner verifies with whichever
+//! secret it holds. A rotation ends every earlier overlap, so at most two
+//! secrets sign. All of them stay encrypted under the data key; the commands
+//! name them by the dates they were set ([`SecretName`]), never by value.
 
 use std::time::Duration;
 
@@ -35,6 +37,8 @@ pub fn generate() -> String {
 pub enum SigningError {
     #[error("a signing secret cannot be decrypted")]
     Undecryptable,
+    #[error("the overlap is too long")]
+    OverlapTooLong,
     #[error("signing failed: {0}")]
     Sign(String),
     #[error(transparent)]
@@ -89,86 +93,199 @@ pub fn signature_header(
     Ok(signatures.join(" "))
 }
 
-/// Make `new_ciphertext` client `client`'s current secret; the one it
-/// replaces keeps signing for `overlap` (zero: not at all). Returns when the
-/// replaced one stops, if it signs at all. Replaced secrets equal to the new
-/// one are dropped (a return to an earlier secret signs once), and so are
-/// those whose overlap has ended.
+/// A signing secret named without being shown: by when it became current
+/// (`oauth_clients.signing_secret_set_at`, kept as
+/// `previous_signing_secrets.set_at`), or, for a secret set before those dates
+/// were recorded, by when it was replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SecretName {
+    pub set_at: Option<DateTime<Utc>>,
+    pub replaced_at: DateTime<Utc>,
+}
+
+/// How a secret's dates are written: UTC, to the second.
+fn when(t: DateTime<Utc>) -> String {
+    t.format("%Y-%m-%d %H:%M:%S UTC").to_string()
+}
+
+impl std::fmt::Display for SecretName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.set_at {
+            Some(t) => write!(f, "the secret set on {}", when(t)),
+            None => write!(
+                f,
+                "the secret replaced on {} (set before such dates were recorded)",
+                when(self.replaced_at)
+            ),
+        }
+    }
+}
+
+/// A replaced secret, and when it stops signing (`None`: now).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stop {
+    pub secret: SecretName,
+    pub until: Option<DateTime<Utc>>,
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.until {
+            Some(t) => write!(
+                f,
+                "{} also signs callbacks until {}, then stops",
+                self.secret,
+                when(t)
+            ),
+            None => write!(f, "{} no longer signs callbacks", self.secret),
+        }
+    }
+}
+
+fn same_secret(cipher: &DataCipher, ciphertext: &[u8], plain: &[u8]) -> bool {
+    cipher
+        .decrypt(Purpose::SigningSecret, ciphertext)
+        .is_ok_and(|p| p == plain)
+}
+
+/// Make `new_ciphertext` client `client`'s current secret. At most one
+/// replaced secret signs (docs/partners.md, "Signing secret rotation"): the
+/// overlap of every earlier one ends now, and the one it replaces keeps
+/// signing for `overlap` (zero: not at all). Returns each secret that stops
+/// signing and when, the one just replaced first; nothing if the new secret is
+/// already the current one.
 pub async fn replace(
     conn: &mut PgConnection,
     cipher: &DataCipher,
     client: i64,
     new_ciphertext: &[u8],
     overlap: Duration,
-) -> Result<Option<DateTime<Utc>>, SigningError> {
-    let old: Option<Option<Vec<u8>>> = sqlx::query_scalar(
-        "SELECT signing_secret_ciphertext FROM oauth_clients WHERE id = $1 FOR UPDATE",
-    )
-    .bind(client)
-    .fetch_optional(&mut *conn)
-    .await?;
+) -> Result<Vec<Stop>, SigningError> {
     let new_plain = cipher
         .decrypt(Purpose::SigningSecret, new_ciphertext)
         .map_err(|_| SigningError::Undecryptable)?;
+    let (old, set_at, now): (Option<Vec<u8>>, Option<DateTime<Utc>>, DateTime<Utc>) =
+        sqlx::query_as(
+            "SELECT signing_secret_ciphertext, signing_secret_set_at, now() FROM oauth_clients
+             WHERE id = $1 FOR UPDATE",
+        )
+        .bind(client)
+        .fetch_one(&mut *conn)
+        .await?;
+    if old
+        .as_deref()
+        .is_some_and(|old| same_secret(cipher, old, &new_plain))
+    {
+        return Ok(Vec::new());
+    }
+    let until = chrono::Duration::from_std(overlap)
+        .ok()
+        .and_then(|d| now.checked_add_signed(d))
+        .ok_or(SigningError::OverlapTooLong)?;
+    let mut earlier: Vec<(Vec<u8>, Option<DateTime<Utc>>, DateTime<Utc>, bool)> = sqlx::query_as(
+        "DELETE FROM previous_signing_secrets WHERE oauth_client_id = $1
+         RETURNING secret_ciphertext, set_at, replaced_at, valid_until > now()",
+    )
+    .bind(client)
+    .fetch_all(&mut *conn)
+    .await?;
+    earlier.sort_by_key(|e| std::cmp::Reverse(e.2));
     sqlx::query(
-        "UPDATE oauth_clients SET signing_secret_ciphertext = $2, updated_at = now() WHERE id = $1",
+        "UPDATE oauth_clients SET signing_secret_ciphertext = $2, signing_secret_set_at = now(),
+             updated_at = now()
+         WHERE id = $1",
     )
     .bind(client)
     .bind(new_ciphertext)
     .execute(&mut *conn)
     .await?;
-    let until = Utc::now() + chrono::Duration::from_std(overlap).unwrap_or(chrono::Duration::MAX);
-    let mut stops = None;
-    if let Some(old) = old.flatten() {
-        let same = cipher
-            .decrypt(Purpose::SigningSecret, &old)
-            .is_ok_and(|p| p == new_plain);
-        if !same && !overlap.is_zero() {
+    let mut stops = Vec::new();
+    if let Some(old) = old {
+        let secret = SecretName {
+            set_at,
+            replaced_at: now,
+        };
+        if overlap.is_zero() {
+            stops.push(Stop {
+                secret,
+                until: None,
+            });
+        } else {
             sqlx::query(
-                "INSERT INTO previous_signing_secrets (oauth_client_id, secret_ciphertext, valid_until)
-                 VALUES ($1, $2, $3)",
+                "INSERT INTO previous_signing_secrets
+                     (oauth_client_id, secret_ciphertext, set_at, replaced_at, valid_until)
+                 VALUES ($1, $2, $3, now(), $4)",
             )
             .bind(client)
             .bind(old)
+            .bind(set_at)
             .bind(until)
             .execute(&mut *conn)
             .await?;
-            stops = Some(until);
+            stops.push(Stop {
+                secret,
+                until: Some(until),
+            });
         }
     }
-    let previous: Vec<(i64, Vec<u8>, bool)> = sqlx::query_as(
-        "SELECT id, secret_ciphertext, valid_until > now() FROM previous_signing_secrets
-         WHERE oauth_client_id = $1",
+    // An earlier secret equal to the new one signs on, as the current one.
+    stops.extend(
+        earlier
+            .into_iter()
+            .filter(|(ct, _, _, valid)| *valid && !same_secret(cipher, ct, &new_plain))
+            .map(|(_, set_at, replaced_at, _)| Stop {
+                secret: SecretName {
+                    set_at,
+                    replaced_at,
+                },
+                until: None,
+            }),
+    );
+    Ok(stops)
+}
+
+/// Whether `secret` is one of client `client_id`'s replaced secrets still
+/// stored (in its overlap, or ended and not yet purged).
+pub async fn is_replaced(
+    db: impl sqlx::PgExecutor<'_>,
+    cipher: &DataCipher,
+    client_id: &str,
+    secret: &str,
+) -> Result<bool, sqlx::Error> {
+    let replaced: Vec<Vec<u8>> = sqlx::query_scalar(
+        "SELECT p.secret_ciphertext FROM previous_signing_secrets p
+         JOIN oauth_clients c ON c.id = p.oauth_client_id WHERE c.client_id = $1",
+    )
+    .bind(client_id)
+    .fetch_all(db)
+    .await?;
+    Ok(replaced
+        .iter()
+        .any(|ct| same_secret(cipher, ct, secret.as_bytes())))
+}
+
+/// End the overlap of client `client`'s replaced secrets now; returns those
+/// that were still signing.
+pub async fn end_overlap(
+    conn: &mut PgConnection,
+    client: i64,
+) -> Result<Vec<SecretName>, sqlx::Error> {
+    let mut ended: Vec<(Option<DateTime<Utc>>, DateTime<Utc>, bool)> = sqlx::query_as(
+        "DELETE FROM previous_signing_secrets WHERE oauth_client_id = $1
+         RETURNING set_at, replaced_at, valid_until > now()",
     )
     .bind(client)
     .fetch_all(&mut *conn)
     .await?;
-    let drop: Vec<i64> = previous
+    ended.sort_by_key(|e| std::cmp::Reverse(e.1));
+    Ok(ended
         .into_iter()
-        .filter(|(_, ct, valid)| {
-            !valid
-                || cipher
-                    .decrypt(Purpose::SigningSecret, ct)
-                    .is_ok_and(|p| p == new_plain)
+        .filter(|(_, _, valid)| *valid)
+        .map(|(set_at, replaced_at, _)| SecretName {
+            set_at,
+            replaced_at,
         })
-        .map(|(id, _, _)| id)
-        .collect();
-    sqlx::query("DELETE FROM previous_signing_secrets WHERE id = ANY($1)")
-        .bind(&drop)
-        .execute(&mut *conn)
-        .await?;
-    Ok(stops)
-}
-
-/// End the overlap of client `client`'s replaced secrets now; returns how many stopped.
-pub async fn end_overlap(conn: &mut PgConnection, client: i64) -> Result<u64, sqlx::Error> {
-    Ok(
-        sqlx::query("DELETE FROM previous_signing_secrets WHERE oauth_client_id = $1")
-            .bind(client)
-            .execute(&mut *conn)
-            .await?
-            .rows_affected(),
-    )
+        .collect())
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use axum::{
 };
 use i9_common::{
     crypto::token_hash,
-    domain::password::{self, Weakness, MAX_CHARS, MIN_CHARS},
+    domain::password::{self, MIN_CHARS},
 };
 
 use i9_common::html::escape;
@@ -78,24 +78,6 @@ pub(crate) fn invalid_link() -> Response {
         "This link does not work",
         "<p>The link is wrong, was already used, or has expired. Ask your employer for a new one.</p>",
     )
-}
-
-/// What the page says of a refused password.
-fn weakness_message(weakness: Weakness) -> String {
-    match weakness {
-        Weakness::TooShort => format!("The password needs at least {MIN_CHARS} characters."),
-        Weakness::TooLong => format!("The password may have at most {MAX_CHARS} characters."),
-        Weakness::Guessable(advice) => {
-            let mut m =
-                "This password is too easy to guess. A few unrelated words make a strong one."
-                    .to_owned();
-            if let Some(advice) = advice {
-                m.push(' ');
-                m.push_str(&advice);
-            }
-            m
-        }
-    }
 }
 
 /// Every hashing turn stayed taken: the form is not lost, the employee
@@ -196,7 +178,7 @@ pub async fn set_password(
     if errors.is_empty() {
         let personal: Vec<&str> = personal.iter().map(String::as_str).collect();
         if let Err(weakness) = password::check(&password, &personal) {
-            errors.push(("password", weakness_message(weakness)));
+            errors.push(("password", weakness.to_string()));
         }
         if confirm != password {
             errors.push(("confirm", "The two passwords differ.".to_owned()));

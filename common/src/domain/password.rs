@@ -24,6 +24,26 @@ pub enum Weakness {
     Guessable(Option<String>),
 }
 
+/// What the set-password page, and `i9-admin seed` outside development, say
+/// of a refused password (never the password itself).
+impl std::fmt::Display for Weakness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Weakness::TooShort => write!(f, "The password needs at least {MIN_CHARS} characters."),
+            Weakness::TooLong => write!(f, "The password may have at most {MAX_CHARS} characters."),
+            Weakness::Guessable(advice) => {
+                f.write_str(
+                    "This password is too easy to guess. A few unrelated words make a strong one.",
+                )?;
+                match advice {
+                    Some(advice) => write!(f, " {advice}"),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
 /// Check `password`; `personal` are the person's login, names and email,
 /// which a password must not lean on.
 pub fn check(password: &str, personal: &[&str]) -> Result<(), Weakness> {
