@@ -5,7 +5,14 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use i9_common::{
-    crypto::DataCipher, db, key_check, rekey, seed, signing_secrets, telemetry, Config,
+    crypto::DataCipher,
+    db,
+    key_check::{self, Ring, RINGS},
+    key_usage::{self, FINGERPRINT_COLUMN},
+    keys::KeyId,
+    processes::{LiveProcess, STALE_AFTER},
+    rekey::{self, HeldBy},
+    seed, signing_secrets, telemetry, Config,
 };
 
 #[derive(Parser)]
@@ -51,6 +58,9 @@ enum Command {
               value_parser = clap::value_parser!(i64).range(1..=100_000))]
         batch_size: i64,
     },
+    /// The key rings: which key ids are recorded, what uses each.
+    #[command(subcommand)]
+    Keys(KeysCommand),
     /// Partner clients' signing secrets.
     #[command(subcommand)]
     Partners(PartnerCommand),
@@ -64,6 +74,16 @@ enum Command {
     /// Failed jobs of every kind, in the dead-letter queue (`{AMQP_PREFIX}.dead`):
     /// list, replay and purge them (docs/operations.md, "Failed jobs").
     Jobs(JobArgs),
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Per ring, each key id (current, in the ring, unused since), how many
+    /// stored values each column holds under it, and the live processes with
+    /// their key ids (docs/operations.md, "Keys and rotation"). Key ids and
+    /// counts only, never a key or a value. Runs without the start-up key
+    /// check, to show what a refused start is about.
+    Status,
 }
 
 #[derive(Subcommand)]
@@ -194,6 +214,12 @@ async fn run() -> anyhow::Result<()> {
             check_keys(&pool, &config).await?;
             run_rekey(&pool, &DataCipher::from_config(&config), batch_size).await?;
         }
+        Command::Keys(KeysCommand::Status) => {
+            let config = Config::from_env()?;
+            let pool = db::connect(&config).await?;
+            let cipher = DataCipher::from_config(&config);
+            print_key_status(&key_usage::status(&pool, &cipher).await?, &cipher);
+        }
         Command::Partners(cmd) => {
             let config = Config::from_env()?;
             let pool = db::connect(&config).await?;
@@ -287,18 +313,52 @@ async fn run_rekey(pool: &sqlx::PgPool, cipher: &DataCipher, batch: i64) -> anyh
             println!("{column}: {n} value(s) still under an older key");
         }
     }
-    for (ids, variable, current) in [
-        (&report.unused_data_keys, "DATA_ENCRYPTION_KEYS", data[0]),
-        (&report.unused_hash_keys, "SSN_HASH_KEYS", hash[0]),
+    for (ids, variable, nor) in [
+        (
+            &report.unused_data_keys,
+            "DATA_ENCRYPTION_KEYS",
+            "no live process writes under them",
+        ),
+        (
+            &report.unused_hash_keys,
+            "SSN_HASH_KEYS",
+            "no live process writes under them, no replayable idempotency record needs them",
+        ),
     ] {
         if !ids.is_empty() {
             let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
             println!(
-                "no stored value uses key(s) {} of {variable} any more: they may be removed from \
-                 {variable} (every process already running with key {current} current), then \
-                 restart the processes",
+                "no stored value uses key(s) {} of {variable} any more, {nor}: they may be \
+                 removed from {variable}, then restart the processes",
                 ids.join(", ")
             );
+        }
+    }
+    for held in &report.held {
+        let current = held.ring.ids(cipher)[0];
+        let key = held.ring.key(held.key);
+        match &held.by {
+            HeldBy::Processes(by) => {
+                println!(
+                    "{key} is still the current key of {} live process(es), which write under it:",
+                    by.len()
+                );
+                for p in by {
+                    println!("  {p}");
+                }
+                println!(
+                    "  restart them with key {current} current in {} (first in the ring), then \
+                     run rekey again",
+                    held.ring.variable()
+                );
+            }
+            HeldBy::Idempotency(f) => println!(
+                "{key} made the fingerprints of {} idempotency record(s) still replayable: a \
+                 retry matches its record only while the ring has the key; the last expires at \
+                 {} (UTC): run rekey again after that",
+                f.records,
+                utc(f.last_expires)
+            ),
         }
     }
     if !report.complete() {
@@ -307,7 +367,142 @@ async fn run_rekey(pool: &sqlx::PgPool, cipher: &DataCipher, batch: i64) -> anyh
              keep the older keys in the rings, fix what failed (above) and run rekey again"
         );
     }
+    if !report.finished() {
+        let keys: Vec<String> = report
+            .held
+            .iter()
+            .map(|h| h.ring.key(h.key))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        anyhow::bail!(
+            "{} still in use (above): not marked unused; keep them in the rings and run rekey \
+             again",
+            keys.join(", ")
+        );
+    }
     Ok(())
+}
+
+fn utc(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+// `i9-admin keys status`.
+
+fn print_key_status(status: &key_usage::Status, cipher: &DataCipher) {
+    for ring in RINGS {
+        let ids = ring.ids(cipher);
+        println!(
+            "{} (this environment's ring: {})",
+            ring.variable(),
+            ids.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let columns: Vec<&key_usage::ColumnUsage> = match ring {
+            Ring::Data => status.columns.iter().collect(),
+            Ring::SsnHash => vec![&status.ssn_hashes],
+        };
+        for id in status.key_ids(ring, cipher) {
+            println!("  key {id}: {}", key_state(status, ring, &ids, id));
+            for c in &columns {
+                println!("    {:<44} {:>9}", c.column, c.under(id));
+            }
+            if ring == Ring::SsnHash {
+                match status.fingerprints_under(id) {
+                    Some(f) => println!(
+                        "    {:<44} {:>9}  the last replayable until {}",
+                        FINGERPRINT_COLUMN,
+                        f.records,
+                        utc(f.last_expires)
+                    ),
+                    None => println!("    {FINGERPRINT_COLUMN:<44} {:>9}", 0),
+                }
+            }
+        }
+        for c in &columns {
+            if c.unreadable() > 0 {
+                println!(
+                    "  {}: {} value(s) in no format that names a key",
+                    c.column,
+                    c.unreadable()
+                );
+            }
+        }
+        if ring == Ring::SsnHash {
+            if let Some(f) = status.fingerprints.iter().find(|f| f.key.is_none()) {
+                println!(
+                    "  {FINGERPRINT_COLUMN}: {} replayable record(s) under no key (from before \
+                     fingerprints were keyed)",
+                    f.records
+                );
+            }
+        }
+    }
+    if status.processes.is_empty() {
+        println!(
+            "live processes: none (none has sent a heartbeat within {} s)",
+            STALE_AFTER.as_secs()
+        );
+        return;
+    }
+    println!(
+        "live processes (a heartbeat within {} s): {}",
+        STALE_AFTER.as_secs(),
+        status.processes.len()
+    );
+    println!(
+        "  {:<10} {:<24} {:>8}  {:>9}  {:<20}  {:<9}  SSN HASH KEYS",
+        "BINARY", "HOST", "PID", "HEARTBEAT", "STARTED (UTC)", "DATA KEYS"
+    );
+    for p in &status.processes {
+        println!(
+            "  {:<10} {:<24} {:>8}  {:>9}  {:<20}  {:<9}  {}",
+            p.binary,
+            p.host,
+            p.pid,
+            format!("{} s ago", p.heartbeat_age.as_secs()),
+            utc(p.started_at),
+            key_list(p, Ring::Data),
+            key_list(p, Ring::SsnHash)
+        );
+    }
+}
+
+/// `current`, `in ring`, `unused since …`, with what else is wrong.
+fn key_state(status: &key_usage::Status, ring: Ring, ids: &[KeyId], id: KeyId) -> String {
+    let recorded = status.recorded(ring, id);
+    let mut state = match (ids.iter().position(|&i| i == id), recorded) {
+        (Some(0), _) => "current".to_owned(),
+        (Some(_), _) => "in ring".to_owned(),
+        (None, Some(r)) => match r.unused_since {
+            Some(_) => "not in this ring".to_owned(),
+            None => {
+                "not in this ring, but still in use: a start with this ring is refused".to_owned()
+            }
+        },
+        (None, None) => "not in this ring".to_owned(),
+    };
+    match recorded {
+        None => state.push_str(", not recorded in key_ring"),
+        Some(r) => {
+            if let Some(t) = r.unused_since {
+                state.push_str(&format!(", unused since {}", utc(t)));
+            }
+            if r.matches == Some(false) {
+                state.push_str(", NOT the key recorded under this id: a start with it is refused");
+            }
+        }
+    }
+    state
+}
+
+/// `2 (2,1)`: the current key, then the ring.
+fn key_list(p: &LiveProcess, ring: Ring) -> String {
+    let ids: Vec<String> = p.keys.ring(ring).iter().map(ToString::to_string).collect();
+    format!("{} ({})", p.keys.current(ring), ids.join(","))
 }
 
 // `i9-admin partners`.

@@ -9,105 +9,21 @@
 
 #![allow(clippy::unwrap_used)] // a test: panics are failures
 
-use std::process::Command;
+mod support;
 
 use i9_common::{
     crypto::{DataCipher, Purpose, PREFIX_LEN},
-    domain::Ssn,
     key_check::{self, KeyCheck},
-    keys::KeyRing,
     rekey::{self, ENCRYPTED_COLUMNS, SSN_HASH_COLUMN},
-    signing_secrets, Config,
+    signing_secrets,
 };
 use i9_tests::{eventually, spawn, spawn_app, Stack, TestApp, ADMIN};
 use serde_json::{json, Value};
 use sqlx::PgPool;
-
-/// Key 1 of each ring: the development keys the tests' data is written with.
-const DEV_DATA_KEY: &str = "ZGV2LW9ubHktZGF0YS1lbmNyeXB0aW9uLWtleS0zMmI=";
-const DEV_HASH_KEY: &str = "ZGV2LW9ubHktc3NuLXNlYXJjaC1oYXNoLWtleS0zMmJ5dGU=";
-/// Key 2 of each ring: 32 bytes of 2, and of 3.
-const DATA_KEY_2: &str = "AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=";
-const HASH_KEY_2: &str = "AwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwMDAwM=";
-
-/// The test's configuration with the given key ids in each ring (1: the
-/// development key, 2: the keys above), the first current.
-fn config_with(app: &TestApp, data: &[u32], hash: &[u32]) -> Config {
-    let dev = Config::for_tests("");
-    let mut c = (*app.config).clone();
-    c.data_keys = KeyRing::new(
-        data.iter()
-            .map(|&id| {
-                (
-                    id,
-                    if id == 1 {
-                        *dev.data_keys.current().1
-                    } else {
-                        [2; 32]
-                    },
-                )
-            })
-            .collect(),
-    )
-    .unwrap();
-    c.ssn_hash_keys = KeyRing::new(
-        hash.iter()
-            .map(|&id| {
-                let key = if id == 1 {
-                    dev.ssn_hash_keys.current().1.clone()
-                } else {
-                    vec![3; 32]
-                };
-                (id, key)
-            })
-            .collect(),
-    )
-    .unwrap();
-    c
-}
-
-/// Start another API process on the test's database with `config`, as a
-/// restart with other keys does (the key check first); returns its address.
-async fn start_api(pool: &PgPool, mut config: Config) -> anyhow::Result<String> {
-    key_check::verify_or_record(pool, &DataCipher::from_config(&config)).await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let base = format!("http://{}", listener.local_addr()?);
-    config.public_base_url.clone_from(&base);
-    let app = i9_api::Application::with_listener(listener, config, pool.clone());
-    tokio::spawn(app.run(std::future::pending()));
-    Ok(base)
-}
-
-/// `i9-admin` with the given rings (`ID:BASE64` lists).
-fn admin(db_url: &str, data: &str, hash: &str, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_i9-admin"))
-        .args(args)
-        .env("DATABASE_URL", db_url)
-        // Key 1 is the development key: allowed in development only.
-        .env("APP_ENV", "development")
-        .env("DATA_ENCRYPTION_KEYS", data)
-        .env("SSN_HASH_KEYS", hash)
-        .env_remove("DATA_ENCRYPTION_KEY")
-        .env_remove("SSN_HASH_KEY")
-        .env_remove("DATA_ENCRYPTION_KEY_FILE")
-        .env_remove("SSN_HASH_KEY_FILE")
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-/// The count `rekey` printed for `column`.
-fn rekeyed(out: &str, column: &str) -> u64 {
-    let line = out
-        .lines()
-        .find(|l| l.split_whitespace().next() == Some(column))
-        .unwrap_or_else(|| panic!("no line for {column} in:\n{out}"));
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
+use support::{
+    admin, config_with, insert_with, rekeyed, start_api, DATA_KEY_2, DEV_DATA_KEY, DEV_HASH_KEY,
+    HASH_KEY_2,
+};
 
 /// Non-null values of every encrypted column and of the SSN hash.
 async fn stored(pool: &PgPool) -> Vec<(String, u64)> {
@@ -280,7 +196,7 @@ async fn the_keys_rotate_and_rekey_rewrites_every_column_under_the_new_ones() {
     // Restarted with the rings [2, 1]: writes under key 2, reads both.
     let both = config_with(&app, &[2, 1], &[2, 1]);
     let cipher = DataCipher::from_config(&both);
-    let api = start_api(&pool, both.clone()).await.unwrap();
+    let (api, _api) = start_api(&pool, both.clone()).await.unwrap();
     let (status, body) = post_employee(
         &app,
         &api,
@@ -393,7 +309,7 @@ async fn the_keys_rotate_and_rekey_rewrites_every_column_under_the_new_ones() {
         key_check::verify_or_record(&pool, &cipher_2).await.unwrap(),
         KeyCheck::Verified
     );
-    let api_2 = start_api(&pool, only_2).await.unwrap();
+    let (api_2, _api_2) = start_api(&pool, only_2).await.unwrap();
     reads_everything(&app, &api_2, &token, (maria, added, new, i9)).await;
     let (status, _) = post_employee(
         &app,
@@ -442,28 +358,6 @@ async fn current_secret(pool: &PgPool, client: i64) -> Vec<u8> {
         .fetch_one(pool)
         .await
         .unwrap()
-}
-
-/// Insert an employee with an SSN as a writer with `cipher` does, in `conn`.
-async fn insert_with(
-    conn: &mut sqlx::PgConnection,
-    cipher: &DataCipher,
-    location: i64,
-    ssn: &str,
-) -> Result<i64, sqlx::Error> {
-    let ssn = Ssn::parse(ssn).unwrap();
-    sqlx::query_scalar(
-        "INSERT INTO employees (first_name, last_name, location_id, ssn_ciphertext, ssn_hash,
-                                ssn_hash_check, ssn_last4)
-         VALUES ('Same', 'Number', $1, $2, $3, $4, $5) RETURNING id",
-    )
-    .bind(location)
-    .bind(cipher.encrypt_ssn(Purpose::EmployeeSsn, &ssn))
-    .bind(cipher.ssn_search_hash(&ssn))
-    .bind(cipher.ssn_search_hashes(&ssn))
-    .bind(ssn.last4())
-    .fetch_one(&mut *conn)
-    .await
 }
 
 #[tokio::test]

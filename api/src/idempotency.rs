@@ -15,7 +15,7 @@ use axum::{
     http::{header, HeaderMap, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
 };
-use i9_common::crypto::DataCipher;
+use i9_common::{config::IDEMPOTENCY_WINDOW, crypto::DataCipher};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -99,10 +99,12 @@ pub async fn claim(
     // Records made before requests were compared as JSON: their raw bytes.
     let raw = [path.as_bytes(), b"\n", body].concat();
     sqlx::query(
-        "DELETE FROM idempotency_keys WHERE user_id = $1 AND idempotency_key = $2 AND created_at < now() - interval '24 hours'",
+        "DELETE FROM idempotency_keys WHERE user_id = $1 AND idempotency_key = $2
+           AND created_at < now() - make_interval(secs => $3)",
     )
     .bind(user_id)
     .bind(key)
+    .bind(IDEMPOTENCY_WINDOW.as_secs_f64())
     .execute(&mut *tx)
     .await?;
     let inserted = sqlx::query(

@@ -51,7 +51,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         Ok(limit) => tracing::debug!(limit, "open-file limit"),
         Err(warning) => tracing::warn!(setting = "HTTP_MAX_CONNECTIONS", "{warning}"),
     }
-    let pool = startup::prepare(&config).await?;
+    let (pool, registration) = startup::prepare(&config, "i9-api").await?;
     let addr = config.bind_addr;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let relay = (!args.no_relay).then(|| {
@@ -61,16 +61,23 @@ async fn run(args: Args) -> anyhow::Result<()> {
             stop_rx,
         ))
     });
-    let app = Application::build(config, pool)
-        .await
-        .with_context(|| format!("binding {addr}"))?;
+    let app = match Application::build(config, pool).await {
+        Ok(app) => app,
+        Err(e) => {
+            registration.end().await;
+            return Err(e).with_context(|| format!("binding {addr}"));
+        }
+    };
     tracing::info!(%addr, relay = !args.no_relay, "i9-api listening");
     // SIGTERM or Ctrl-C: stop accepting, finish in-flight requests.
-    app.run(i9_common::shutdown::signal()).await?;
+    let served = app.run(i9_common::shutdown::signal()).await;
     let _ = stop_tx.send(true);
     if let Some(r) = relay {
         let _ = r.await;
     }
+    // Nothing more is written: leave the process registry.
+    registration.end().await;
+    served?;
     tracing::info!("i9-api stopped");
     Ok(())
 }

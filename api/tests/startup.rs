@@ -249,22 +249,31 @@ async fn outside_development_the_development_keys_are_refused_however_they_are_w
     );
 }
 
+/// It also logs the key ids of both rings, registers in `processes` with them
+/// while it runs, and deletes its row when SIGTERM stops it.
 #[tokio::test]
 async fn with_app_env_development_the_api_starts_on_the_development_keys() {
     let db = TestDb::new().await;
+    // The development data key as key 1 of a ring whose current key is 2.
+    let data_ring = format!("2:{REAL_KEY},1:{DEV_DATA_KEY}");
     let mut child = command(
         &[],
         &[
             ("DATABASE_URL", &db.url),
             ("APP_ENV", "development"),
+            ("DATA_ENCRYPTION_KEYS", &data_ring),
             ("STARTUP_TIMEOUT_SECS", "30"),
         ],
     )
     .spawn()
     .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut keys_line = None;
     let listening = tokio::time::timeout(Duration::from_secs(60), async {
         while let Some(line) = lines.next_line().await.unwrap() {
+            if line.contains("keys match the data") {
+                keys_line = Some(line.clone());
+            }
             if line.contains("i9-api listening") {
                 return true;
             }
@@ -274,17 +283,53 @@ async fn with_app_env_development_the_api_starts_on_the_development_keys() {
     .await
     .expect("i9-api neither listened nor exited within 60 s");
     assert!(listening, "i9-api exited: {:?}", child.wait().await);
-    child.kill().await.unwrap();
-    // It recorded the development keys, as key 1 of each ring.
+    let keys_line = keys_line.expect("the key check's line");
+    assert!(
+        keys_line.contains("data_keys=2 (current), 1 ssn_hash_keys=1 (current)"),
+        "{keys_line}"
+    );
+    // It recorded the keys of both rings.
     let recorded: Vec<(String, i64)> =
-        sqlx::query_as("SELECT kind, key_id FROM key_ring ORDER BY kind")
+        sqlx::query_as("SELECT kind, key_id FROM key_ring ORDER BY kind, key_id")
             .fetch_all(&db.pool)
             .await
             .unwrap();
     assert_eq!(
         recorded,
-        [("data".to_owned(), 1), ("ssn_hash".to_owned(), 1)]
+        [
+            ("data".to_owned(), 1),
+            ("data".to_owned(), 2),
+            ("ssn_hash".to_owned(), 1)
+        ]
     );
+    // It is registered with its key ids, current first.
+    let pid = child.id().unwrap();
+    let registered: Vec<(String, i64, Vec<i64>, Vec<i64>)> =
+        sqlx::query_as("SELECT binary_name, pid, data_key_ids, hash_key_ids FROM processes")
+            .fetch_all(&db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        registered,
+        [("i9-api".to_owned(), i64::from(pid), vec![2, 1], vec![1])]
+    );
+    // SIGTERM: a clean shutdown deletes the row.
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .await
+        .unwrap();
+    assert!(killed.success());
+    let exit = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("i9-api stops within 30 s of SIGTERM")
+        .unwrap();
+    assert!(exit.success(), "{exit:?}");
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM processes")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "its row is deleted at shutdown");
 }
 
 /// A second valid key, for the hash ring.

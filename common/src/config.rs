@@ -12,6 +12,12 @@ use crate::keys::{self, KeyRing, Keys};
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/i9";
 pub const DEFAULT_AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 
+/// The API replays an `Idempotency-Key` for 24 hours (api/src/idempotency.rs),
+/// never after: the most `RETENTION_IDEMPOTENCY_SECS` keeps a record, and how
+/// long a record holds the SSN hash key its fingerprint was made with
+/// (`common/src/rekey.rs`).
+pub const IDEMPOTENCY_WINDOW: Duration = Duration::from_secs(24 * 3600);
+
 /// The environment every binary reads, for `--help` (the README's
 /// Configuration table says more).
 pub const ENV_HELP: &str = "\

@@ -46,6 +46,9 @@ pub const PREFIX_LEN: usize = 5;
 const NONCE_LEN: usize = 12;
 const TAG_LEN: usize = 16;
 const MAC_LEN: usize = 32;
+/// The length of an SSN hash or a request fingerprint written now: version
+/// and key id, then the HMAC.
+pub const VERSIONED_HASH_LEN: usize = PREFIX_LEN + MAC_LEN;
 
 /// Encrypted under each data key in the `key_ring` table.
 const DATA_KEY_CHECK: &[u8] = b"i9 DATA_ENCRYPTION_KEY check v1";
@@ -247,15 +250,33 @@ impl DataCipher {
 
     /// The hash key id a stored SSN hash was made with.
     pub fn hash_key_id_of(stored: &[u8]) -> Option<KeyId> {
-        match (stored.len(), stored.first()) {
+        Self::hash_key_id_from(stored.len(), stored)
+    }
+
+    /// The hash key id of a stored SSN hash of `len` bytes that begins with
+    /// `head` (its first [`PREFIX_LEN`] bytes or more; only a value of the
+    /// versioned length needs them): what counting values per key reads
+    /// without fetching each (`common/src/key_usage.rs`).
+    pub fn hash_key_id_from(len: usize, head: &[u8]) -> Option<KeyId> {
+        match (len, head.first()) {
             (MAC_LEN, _) => Some(1),
-            (n, Some(&HASH_V2)) if n == PREFIX_LEN + MAC_LEN => {
+            (VERSIONED_HASH_LEN, Some(&HASH_V2)) if head.len() >= PREFIX_LEN => {
                 let mut id = [0u8; 4];
-                id.copy_from_slice(&stored[1..PREFIX_LEN]);
+                id.copy_from_slice(&head[1..PREFIX_LEN]);
                 Some(KeyId::from_be_bytes(id))
             }
             _ => None,
         }
+    }
+
+    /// The hash key id a stored request fingerprint of `len` bytes beginning
+    /// with `head` was made with; None for a bare SHA-256 (made before
+    /// fingerprints were keyed: no key) or another shape.
+    pub fn fingerprint_key_id_from(len: usize, head: &[u8]) -> Option<KeyId> {
+        if len == MAC_LEN {
+            return None;
+        }
+        Self::hash_key_id_from(len, head)
     }
 
     /// A keyed fingerprint of a request's path and body, for `Idempotency-Key`
@@ -276,14 +297,12 @@ impl DataCipher {
         if stored.len() == MAC_LEN {
             return Sha256::digest(message).as_slice() == stored;
         }
-        match Self::hash_key_id_of(stored) {
-            Some(id) if stored.len() == PREFIX_LEN + MAC_LEN => {
-                self.hash.get(id).is_some_and(|key| {
-                    fingerprint_mac(key, message)
-                        .verify_slice(&stored[PREFIX_LEN..])
-                        .is_ok()
-                })
-            }
+        match Self::fingerprint_key_id_from(stored.len(), stored) {
+            Some(id) => self.hash.get(id).is_some_and(|key| {
+                fingerprint_mac(key, message)
+                    .verify_slice(&stored[PREFIX_LEN..])
+                    .is_ok()
+            }),
             _ => false,
         }
     }

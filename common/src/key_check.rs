@@ -12,6 +12,10 @@
 //! `i9-admin rekey` found that no stored value uses it any more
 //! (`unused_since`, `common/src/rekey.rs`).
 //!
+//! A ring that lacks the current key of a live process (`processes`,
+//! `common/src/processes.rs`) is refused too, naming the key and the
+//! processes: this process could not read what they write.
+//!
 //! A database that already holds data but no row yet (written before the
 //! check existed) is checked against its data first: one stored ciphertext of
 //! each kind must decrypt, and one employee's SSN hash must be the hash of
@@ -23,6 +27,7 @@ use sqlx::PgPool;
 use crate::{
     crypto::{DataCipher, DecryptError, Purpose},
     keys::KeyId,
+    processes::{self, LiveProcess, STALE_AFTER},
     rekey::ENCRYPTED_COLUMNS,
 };
 
@@ -66,7 +71,7 @@ impl Ring {
         }
     }
 
-    fn ids(self, cipher: &DataCipher) -> Vec<KeyId> {
+    pub fn ids(self, cipher: &DataCipher) -> Vec<KeyId> {
         match self {
             Ring::Data => cipher.data_key_ids(),
             Ring::SsnHash => cipher.hash_key_ids(),
@@ -80,15 +85,16 @@ impl Ring {
         }
     }
 
-    fn matches(self, cipher: &DataCipher, id: KeyId, value: &[u8]) -> Option<bool> {
+    pub fn matches(self, cipher: &DataCipher, id: KeyId, value: &[u8]) -> Option<bool> {
         match self {
             Ring::Data => cipher.data_key_matches(id, value),
             Ring::SsnHash => cipher.hash_key_matches(id, value),
         }
     }
 
-    /// "key 2 of DATA_ENCRYPTION_KEYS (or DATA_ENCRYPTION_KEY)" for key 1.
-    fn key(self, id: KeyId) -> String {
+    /// "key 2 of DATA_ENCRYPTION_KEYS", "key 1 of DATA_ENCRYPTION_KEYS (or
+    /// DATA_ENCRYPTION_KEY)".
+    pub fn key(self, id: KeyId) -> String {
         match (self, id) {
             (Ring::Data, 1) => "key 1 of DATA_ENCRYPTION_KEYS (or DATA_ENCRYPTION_KEY)".into(),
             (Ring::SsnHash, 1) => "key 1 of SSN_HASH_KEYS (or SSN_HASH_KEY)".into(),
@@ -97,7 +103,8 @@ impl Ring {
     }
 }
 
-const RINGS: [Ring; 2] = [Ring::Data, Ring::SsnHash];
+/// Both rings, the data ring first.
+pub const RINGS: [Ring; 2] = [Ring::Data, Ring::SsnHash];
 const ADVICE: &str = "start with the keys the data was written with";
 
 /// One `key_ring` row.
@@ -117,7 +124,8 @@ pub async fn verify_or_record(pool: &PgPool, cipher: &DataCipher) -> anyhow::Res
     if rows.is_empty() {
         verify_against_data(pool, cipher).await?;
     }
-    refuse(cipher, &rows)?;
+    let live = processes::live(pool).await?;
+    refuse(cipher, &rows, &live)?;
     let mut recorded = false;
     for ring in RINGS {
         for id in ring.ids(cipher) {
@@ -149,7 +157,7 @@ pub async fn verify_or_record(pool: &PgPool, cipher: &DataCipher) -> anyhow::Res
         .context("marking the current key in use")?;
     }
     // Another process may have recorded the same ids first, with other keys.
-    refuse(cipher, &read(pool).await?)?;
+    refuse(cipher, &read(pool).await?, &live)?;
     Ok(if recorded {
         KeyCheck::Recorded
     } else {
@@ -157,12 +165,17 @@ pub async fn verify_or_record(pool: &PgPool, cipher: &DataCipher) -> anyhow::Res
     })
 }
 
-fn refuse(cipher: &DataCipher, rows: &[Recorded]) -> anyhow::Result<()> {
-    let problems = problems(cipher, rows);
+fn refuse(cipher: &DataCipher, rows: &[Recorded], live: &[LiveProcess]) -> anyhow::Result<()> {
+    let mut problems = Vec::new();
+    let recorded = self::problems(cipher, rows, live);
+    if !recorded.is_empty() {
+        problems.push(format!("{}; {ADVICE}", recorded.join("; ")));
+    }
+    problems.extend(lacking_live_keys(cipher, live));
     if problems.is_empty() {
         Ok(())
     } else {
-        bail!("{}; {ADVICE}", problems.join("; "))
+        bail!("{}", problems.join("; "))
     }
 }
 
@@ -172,8 +185,9 @@ fn find(rows: &[Recorded], ring: Ring, id: KeyId) -> Option<&Recorded> {
 }
 
 /// Keys of the ring that are not the recorded key of their id, and recorded
-/// keys still in use that the ring lacks.
-fn problems(cipher: &DataCipher, rows: &[Recorded]) -> Vec<String> {
+/// keys still in use that the ring lacks (but those a live process writes
+/// with: [`lacking_live_keys`] names them, with the processes).
+fn problems(cipher: &DataCipher, rows: &[Recorded], live: &[LiveProcess]) -> Vec<String> {
     let mut problems = Vec::new();
     for ring in RINGS {
         let ids = ring.ids(cipher);
@@ -192,7 +206,7 @@ fn problems(cipher: &DataCipher, rows: &[Recorded]) -> Vec<String> {
             let Ok(id) = KeyId::try_from(row.key_id) else {
                 continue;
             };
-            if !ids.contains(&id) {
+            if !ids.contains(&id) && !live.iter().any(|p| p.keys.current(ring) == id) {
                 problems.push(format!(
                     "this database's {} may still use key {id}, which {} lacks: keep it in the \
                      ring until `i9-admin rekey` reports that no value uses it",
@@ -200,6 +214,39 @@ fn problems(cipher: &DataCipher, rows: &[Recorded]) -> Vec<String> {
                     ring.variable()
                 ));
             }
+        }
+    }
+    problems
+}
+
+/// The current keys of live processes that the ring lacks: this process
+/// could not read what they write (docs/operations.md, "Keys and rotation").
+fn lacking_live_keys(cipher: &DataCipher, live: &[LiveProcess]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for ring in RINGS {
+        let ids = ring.ids(cipher);
+        let mut lacking: Vec<KeyId> = live
+            .iter()
+            .map(|p| p.keys.current(ring))
+            .filter(|id| !ids.contains(id))
+            .collect();
+        lacking.sort_unstable();
+        lacking.dedup();
+        for id in lacking {
+            let holders: Vec<String> = live
+                .iter()
+                .filter(|p| p.keys.current(ring) == id)
+                .map(ToString::to_string)
+                .collect();
+            problems.push(format!(
+                "{} is the current key of live processes, which {} lacks: this process could not \
+                 read what they write. Keep key {id} in the ring until they run with another \
+                 current key (one without a heartbeat for {} s counts as gone): {}",
+                ring.key(id),
+                ring.variable(),
+                STALE_AFTER.as_secs(),
+                holders.join(", ")
+            ));
         }
     }
     problems

@@ -8,14 +8,21 @@
 //! and is under the current key anyway), and values already under the
 //! current key are skipped, so a second run changes nothing. Once a run finds
 //! no value left under an older key, that key is marked unused in `key_ring`
-//! and a ring without it may start (`common/src/key_check.rs`).
+//! and a ring without it may start (`common/src/key_check.rs`), unless
+//! something still writes or reads under it: a live process that has it as
+//! its current key (`common/src/processes.rs`), or, for an SSN hash key,
+//! idempotency records still replayable whose fingerprints it made
+//! (`common/src/key_usage.rs`). Those are reported ([`Held`]) instead.
 
 use anyhow::Context;
-use sqlx::{PgPool, Postgres, Transaction};
+use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use crate::{
     crypto::{DataCipher, DecryptError, Purpose},
+    key_check::{Ring, RINGS},
+    key_usage::{self, Fingerprints},
     keys::KeyId,
+    processes::{self, LiveProcess},
 };
 
 /// One column encrypted under the data key.
@@ -96,6 +103,25 @@ pub struct Report {
     /// Data key ids that no stored value uses any more (now or before).
     pub unused_data_keys: Vec<KeyId>,
     pub unused_hash_keys: Vec<KeyId>,
+    /// Older keys not marked unused because something still uses them.
+    pub held: Vec<Held>,
+}
+
+/// An older key still in use other than by a stored value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    pub ring: Ring,
+    pub key: KeyId,
+    pub by: HeldBy,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeldBy {
+    /// Live processes have it as their current key: they write under it.
+    Processes(Vec<LiveProcess>),
+    /// Idempotency records still replayable have fingerprints under it (an
+    /// SSN hash key): a retry matches its record only while the ring has it.
+    Idempotency(Fingerprints),
 }
 
 impl Report {
@@ -108,6 +134,12 @@ impl Report {
 
     pub fn complete(&self) -> bool {
         self.remaining.is_empty()
+    }
+
+    /// Whether every older key is unused: nothing left under it, no live
+    /// process writing under it, no replayable record needing it.
+    pub fn finished(&self) -> bool {
+        self.complete() && self.held.is_empty()
     }
 }
 
@@ -130,19 +162,14 @@ pub async fn run(
     columns.push(report);
 
     let remaining = remaining(pool, cipher).await?;
-    let mut unused_data_keys = Vec::new();
-    let mut unused_hash_keys = Vec::new();
-    if remaining.iter().all(|(name, _)| name == SSN_HASH_COLUMN) {
-        unused_data_keys = mark_unused(pool, "data", cipher.data_key_ids()[0]).await?;
-    }
-    if !remaining.iter().any(|(name, _)| name == SSN_HASH_COLUMN) {
-        unused_hash_keys = mark_unused(pool, "ssn_hash", cipher.hash_key_ids()[0]).await?;
-    }
+    let (unused, held) = mark_unused(pool, cipher, &remaining).await?;
+    let [unused_data_keys, unused_hash_keys] = unused;
     Ok(Report {
         columns,
         remaining,
         unused_data_keys,
         unused_hash_keys,
+        held,
     })
 }
 
@@ -312,9 +339,7 @@ async fn apply(
             Err(sqlx::Error::Database(db)) => {
                 let table = report.name.split('.').next().unwrap_or_default();
                 let why = match db.constraint() {
-                    Some("employees_ssn_hash_key") => {
-                        "another employee holds the same SSN: resolve the duplicate by hand".into()
-                    }
+                    Some("employees_ssn_hash_key") => other_holders(pool, r).await?,
                     _ => db.message().to_owned(),
                 };
                 report.failed.push(format!("{table} {}: {why}", r.id));
@@ -323,6 +348,28 @@ async fn apply(
         }
     }
     Ok(())
+}
+
+/// Why `r`, an SSN hash, failed on the uniqueness check: the other employees
+/// holding the same SSN, by id (never the SSN).
+async fn other_holders(pool: &PgPool, r: &Rewrite) -> anyhow::Result<String> {
+    let others: Vec<i64> = sqlx::query_scalar(
+        "SELECT id FROM employees WHERE ssn_hash = ANY ($1) AND id <> $2::BIGINT ORDER BY id",
+    )
+    .bind(r.check.as_deref().unwrap_or_default())
+    .bind(&r.id)
+    .fetch_all(pool)
+    .await
+    .context("finding the other holder of an SSN")?;
+    let advice = "resolve the duplicate by hand";
+    Ok(match others.as_slice() {
+        [] => format!("another employee holds the same SSN: {advice}"),
+        [one] => format!("employee {one} holds the same SSN: {advice}"),
+        many => {
+            let ids: Vec<String> = many.iter().map(ToString::to_string).collect();
+            format!("employees {} hold the same SSN: {advice}", ids.join(", "))
+        }
+    })
 }
 
 async fn execute(
@@ -366,17 +413,90 @@ pub async fn remaining(pool: &PgPool, cipher: &DataCipher) -> anyhow::Result<Vec
     Ok(left)
 }
 
-/// Mark every recorded key of `kind` but `current` unused; returns the ids
-/// unused now (marked by this run or before).
-async fn mark_unused(pool: &PgPool, kind: &str, current: KeyId) -> anyhow::Result<Vec<KeyId>> {
+/// Mark every older key of each ring unused that nothing uses: for the data
+/// ring once no encrypted column has a value left under it, for the SSN hash
+/// ring once no SSN hash has; and in either ring only if no live process has
+/// it as its current key, and for the hash ring only if no replayable
+/// idempotency record has a fingerprint under it. Returns the ids unused now
+/// (marked by this run or before) of each ring, and the keys held.
+async fn mark_unused(
+    pool: &PgPool,
+    cipher: &DataCipher,
+    remaining: &[(String, i64)],
+) -> anyhow::Result<([Vec<KeyId>; 2], Vec<Held>)> {
+    let mut tx = pool.begin().await?;
+    // A process registering now waits, or is seen (common/src/processes.rs).
+    processes::lock_keys(&mut tx).await?;
+    let live = processes::live(&mut *tx).await?;
+    let fingerprints = key_usage::replayable_fingerprints(&mut *tx).await?;
+    let mut held = Vec::new();
+    let mut unused = [Vec::new(), Vec::new()];
+    for (ring, unused) in RINGS.into_iter().zip(&mut unused) {
+        let current = ring.ids(cipher)[0];
+        let mut writers: Vec<KeyId> = live
+            .iter()
+            .map(|p| p.keys.current(ring))
+            .filter(|&id| id != current)
+            .collect();
+        writers.sort_unstable();
+        writers.dedup();
+        for &key in &writers {
+            let by = live
+                .iter()
+                .filter(|p| p.keys.current(ring) == key)
+                .cloned()
+                .collect();
+            held.push(Held {
+                ring,
+                key,
+                by: HeldBy::Processes(by),
+            });
+        }
+        if ring == Ring::SsnHash {
+            for f in &fingerprints {
+                if let Some(key) = f.key.filter(|&k| k != current) {
+                    held.push(Held {
+                        ring,
+                        key,
+                        by: HeldBy::Idempotency(f.clone()),
+                    });
+                }
+            }
+        }
+        let keep: Vec<i64> = held
+            .iter()
+            .filter(|h| h.ring == ring)
+            .map(|h| h.key)
+            .chain([current])
+            .map(i64::from)
+            .collect();
+        let done = match ring {
+            Ring::Data => remaining.iter().all(|(name, _)| name == SSN_HASH_COLUMN),
+            Ring::SsnHash => !remaining.iter().any(|(name, _)| name == SSN_HASH_COLUMN),
+        };
+        if done {
+            *unused = mark(&mut tx, ring, &keep).await?;
+        }
+    }
+    tx.commit().await?;
+    Ok((unused, held))
+}
+
+/// Mark every recorded key of `ring` but `keep` unused; returns the ids
+/// unused now (marked here or before).
+async fn mark(tx: &mut PgConnection, ring: Ring, keep: &[i64]) -> anyhow::Result<Vec<KeyId>> {
     let ids: Vec<i64> = sqlx::query_scalar(
         "WITH m AS (UPDATE key_ring SET unused_since = now()
-                    WHERE kind = $1 AND key_id <> $2 AND unused_since IS NULL)
-         SELECT key_id FROM key_ring WHERE kind = $1 AND key_id <> $2 ORDER BY key_id",
+                    WHERE kind = $1 AND key_id <> ALL ($2) AND unused_since IS NULL
+                    RETURNING key_id)
+         SELECT key_id FROM key_ring
+         WHERE kind = $1 AND key_id <> ALL ($2)
+           AND (unused_since IS NOT NULL OR key_id IN (SELECT key_id FROM m))
+         ORDER BY key_id",
     )
-    .bind(kind)
-    .bind(i64::from(current))
-    .fetch_all(pool)
+    .bind(ring.kind())
+    .bind(keep)
+    .fetch_all(tx)
     .await
     .context("marking unused keys")?;
     Ok(ids

@@ -1,6 +1,7 @@
 //! Start-up of `i9-api` and `i9-worker`: wait for Postgres and RabbitMQ for a
 //! bounded time (`STARTUP_TIMEOUT_SECS`), then check the keys against the
-//! data (`common/src/key_check.rs`). A wrong `DATABASE_URL` or `AMQP_URL`
+//! data (`common/src/key_check.rs`) and register in the process registry
+//! (`common/src/processes.rs`). A wrong `DATABASE_URL` or `AMQP_URL`
 //! ends the process with one clear line naming host, port and cause, instead
 //! of a process that runs on without its dependencies. Once started, outages
 //! are tolerated: the pool, the relay and the worker reconnect by themselves.
@@ -22,19 +23,68 @@ use sqlx::{
     Connection,
 };
 
-use crate::{crypto::DataCipher, db, key_check, Config};
+use crate::{
+    crypto::DataCipher,
+    db, key_check,
+    keys::KeyId,
+    processes::{self, Registration},
+    Config,
+};
 
 /// The longest one connection attempt may take.
 const ATTEMPT_LIMIT: Duration = Duration::from_secs(10);
 
-/// Wait for Postgres and RabbitMQ, then open the pool and check the keys.
-/// An error is one line, for the operator.
-pub async fn prepare(config: &Config) -> anyhow::Result<PgPool> {
+/// Wait for Postgres and RabbitMQ, then open the pool, check the keys and
+/// register as `binary`. An error is one line, for the operator. The
+/// registration ends (its row deleted) with [`Registration::end`], once the
+/// process writes nothing more.
+pub async fn prepare(
+    config: &Config,
+    binary: &'static str,
+) -> anyhow::Result<(PgPool, Registration)> {
     wait_for_dependencies(config).await?;
     let pool = db::connect_lazy(config)?;
-    let check = key_check::verify_or_record(&pool, &DataCipher::from_config(config)).await?;
-    tracing::info!(?check, "keys match the data");
-    Ok(pool)
+    let registration = check_keys_and_register(
+        &pool,
+        &DataCipher::from_config(config),
+        binary,
+        processes::HEARTBEAT,
+    )
+    .await?;
+    Ok((pool, registration))
+}
+
+/// Check the keys against the data and the live processes, log the key ids
+/// of both rings, and register as `binary` with a heartbeat every `every`.
+pub async fn check_keys_and_register(
+    pool: &PgPool,
+    cipher: &DataCipher,
+    binary: &'static str,
+    every: std::time::Duration,
+) -> anyhow::Result<Registration> {
+    let check = key_check::verify_or_record(pool, cipher).await?;
+    tracing::info!(
+        ?check,
+        data_keys = %ring_ids(&cipher.data_key_ids()),
+        ssn_hash_keys = %ring_ids(&cipher.hash_key_ids()),
+        "keys match the data"
+    );
+    Registration::start(pool, binary, cipher, every).await
+}
+
+/// `2 (current), 1`.
+fn ring_ids(ids: &[KeyId]) -> String {
+    ids.iter()
+        .enumerate()
+        .map(|(i, id)| {
+            if i == 0 {
+                format!("{id} (current)")
+            } else {
+                id.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Wait (both at once) until Postgres and RabbitMQ accept a connection, for at

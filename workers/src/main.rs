@@ -160,7 +160,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let mailer = Mailer::from_config(&config)?;
     production::warn_at_start(&config, production::Binary::Worker);
     let topology = Topology::from_env();
-    let pool = startup::prepare(&config).await?;
+    let (pool, registration) = startup::prepare(&config, "i9-worker").await?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
 
     let relay = (!args.no_relay).then(|| {
@@ -197,12 +197,17 @@ async fn run(args: Args) -> anyhow::Result<()> {
     i9_common::shutdown::signal().await;
     tracing::info!("stopping: finishing the jobs in hand");
     let _ = stop_tx.send(true);
-    worker.await??;
+    let worked = worker.await;
     let _ = purger.await;
     let _ = outbox_watch.await;
-    if let Some(r) = relay {
-        r.await?;
-    }
+    let relayed = match relay {
+        Some(r) => r.await,
+        None => Ok(()),
+    };
+    // Nothing more is written: leave the process registry.
+    registration.end().await;
+    worked??;
+    relayed?;
     tracing::info!("i9-worker stopped");
     Ok(())
 }

@@ -15,14 +15,16 @@
 //! - `processed_jobs` done (or claimed and abandoned) longer ago than their
 //!   retention (30 days: a copy of a job older than that would act again);
 //! - `job_outbox` rows published longer ago than their retention (7 days);
-//! - `previous_signing_secrets` whose overlap has ended (they sign nothing).
+//! - `previous_signing_secrets` whose overlap has ended (they sign nothing);
+//! - `processes` without a heartbeat for 90 s (gone without deleting their
+//!   row: `common/src/processes.rs`).
 //!
 //! Records (employees, I-9s, partner events and their attempts, the audit
 //! log) are never purged here.
 
 use std::{collections::BTreeMap, time::Duration};
 
-use i9_common::{retry::RetryPolicy, Config};
+use i9_common::{processes, retry::RetryPolicy, Config};
 use sqlx::PgPool;
 use tokio::sync::watch;
 
@@ -30,9 +32,7 @@ use tokio::sync::watch;
 const BATCH: i64 = 5000;
 /// Statements per table per round at most (a backlog finishes next round).
 const MAX_BATCHES: usize = 200;
-/// The API replays an `Idempotency-Key` for 24 hours (api/src/idempotency.rs):
-/// the most `RETENTION_IDEMPOTENCY_SECS` can keep a record.
-pub const IDEMPOTENCY_WINDOW: Duration = Duration::from_secs(24 * 3600);
+pub use i9_common::config::IDEMPOTENCY_WINDOW;
 /// The advisory lock that lets one worker purge at a time.
 pub const LOCK_KEY: i64 = 0x0069_3970_7572_6765; // "i9purge"
 
@@ -94,7 +94,7 @@ impl Retention {
 /// What one round purges: for each table, the statement that deletes one
 /// batch of its expired rows (`$1` the retention in seconds, `$2` the batch
 /// size), and which retention applies.
-const RULES: [(&str, &str, fn(&Retention) -> Duration); 9] = [
+const RULES: [(&str, &str, fn(&Retention) -> Duration); 10] = [
     (
         "idempotency_keys",
         "DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
@@ -158,6 +158,13 @@ const RULES: [(&str, &str, fn(&Retention) -> Duration); 9] = [
            WHERE COALESCE(processed_at, claimed_until) < now() - make_interval(secs => $1)
            LIMIT $2))",
         |r| r.processed_jobs,
+    ),
+    (
+        "processes",
+        "DELETE FROM processes WHERE ctid = ANY (ARRAY(
+           SELECT ctid FROM processes
+           WHERE heartbeat_at < now() - make_interval(secs => $1) LIMIT $2))",
+        |_| processes::STALE_AFTER,
     ),
     // Never a job not yet published.
     (

@@ -128,6 +128,16 @@ async fn seed_rows(app: &TestApp) {
         .await
         .unwrap();
     }
+    // A process without a heartbeat for 2 minutes (goes: it counts as gone
+    // after 90 s), one with a heartbeat 10 s ago (stays).
+    exec(
+        app,
+        "INSERT INTO processes (binary_name, host, pid, heartbeat_at, data_key_id, data_key_ids,
+                                hash_key_id, hash_key_ids) VALUES
+           ('i9-worker', 'gone', 1, now() - interval '2 minutes', 1, '{1}', 1, '{1}'),
+           ('i9-api', 'live', 2, now() - interval '10 seconds', 1, '{1}', 1, '{1}')",
+    )
+    .await;
     // Published long ago (goes); published now, and never published (stay).
     for published in ["now() - interval '8 days'", "now()", "NULL"] {
         sqlx::query(&format!(
@@ -165,6 +175,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
         "throttle",
         "processed_jobs",
         "job_outbox",
+        "processes",
     ] {
         exec(&app, &format!("DELETE FROM {table}")).await;
     }
@@ -185,6 +196,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
             ("throttle", 2),
             ("processed_jobs", 2),
             ("job_outbox", 1),
+            ("processes", 1),
         ])
     );
     for (table, left) in [
@@ -197,6 +209,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
         ("throttle", 2),
         ("processed_jobs", 2),
         ("job_outbox", 2),
+        ("processes", 1),
     ] {
         assert_eq!(count(&app, table).await, left, "{table}");
     }
