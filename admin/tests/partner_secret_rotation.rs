@@ -204,6 +204,8 @@ async fn a_rotation_keeps_at_most_one_replaced_secret_signing() {
     );
     assert_eq!(stop_lines(&out), 2, "{out}");
     assert_eq!(previous_secrets(&app).await, 0);
+    // Not stored, yet recorded for good: each of the three rotations so far.
+    assert_eq!(retired(&app).await, 3);
     assert_eq!(
         hire(&app, &receiver, "cand-3", &[&new3], &[&new2, &new1, OLD]).await,
         1
@@ -286,6 +288,17 @@ async fn description(app: &TestApp) -> String {
         .fetch_one(app.pool())
         .await
         .unwrap()
+}
+
+/// How many secrets greenhouse-ats has replaced, as retired_signing_secrets keeps them.
+async fn retired(app: &TestApp) -> i64 {
+    sqlx::query_scalar(
+        "SELECT count(*) FROM retired_signing_secrets r JOIN oauth_clients c
+         ON c.id = r.oauth_client_id WHERE c.client_id = 'greenhouse-ats'",
+    )
+    .fetch_one(app.pool())
+    .await
+    .unwrap()
 }
 
 /// When the partner's one replaced secret stops signing, as the commands write it.
@@ -388,6 +401,32 @@ async fn a_seed_keeps_the_stored_secret_unless_told_and_never_brings_back_a_repl
         hire(&app, &receiver, "cand-3", &[FROM_FILE_2, FROM_FILE], &[OLD]).await,
         2
     );
+
+    // The first secret, replaced two rotations ago: its stored copy is gone
+    // (at most one replaced secret is kept), yet it is refused all the same,
+    // by its SHA-256 in retired_signing_secrets.
+    assert_eq!(
+        sqlx::query_scalar::<_, i64>(
+            "SELECT count(*) FROM previous_signing_secrets p JOIN oauth_clients c
+             ON c.id = p.oauth_client_id WHERE c.client_id = 'greenhouse-ats'"
+        )
+        .fetch_one(app.pool())
+        .await
+        .unwrap(),
+        1,
+        "only the last replaced secret is stored"
+    );
+    assert_eq!(retired(&app).await, 2, "both replaced secrets are retired");
+    let first = org_file(&receiver, OLD, "changed by a refused seed", &[]);
+    let (ok, out, err) = admin(&app.db.url, &["seed", &first, "--rotate-secrets"]);
+    assert!(!ok && out.is_empty(), "refused, nothing loaded: {out}");
+    assert!(
+        err.contains("clients[2].integration.signingSecret: greenhouse-ats replaced this secret")
+            && !err.contains(OLD),
+        "{err}"
+    );
+    assert_eq!(description(&app).await, DESCRIPTION);
+    let _ = std::fs::remove_file(first);
 
     // A new partner client gets the file's secret, no flag needed.
     let lever = json!({"clientId": "lever-ats", "clientSecret": "lever-secret-change-me", "scopes": ["read"],

@@ -653,8 +653,7 @@ pub async fn load_with(
     let mut refused = Vec::new();
     for (i, c) in org.clients.iter().enumerate() {
         let Some(int) = &c.integration else { continue };
-        if signing_secrets::is_replaced(&mut *tx, cipher, &c.client_id, &int.signing_secret).await?
-        {
+        if signing_secrets::is_replaced(&mut tx, cipher, &c.client_id, &int.signing_secret).await? {
             refused.push(format!(
                 "clients[{i}].integration.signingSecret: {id} replaced this secret, and a replaced \
                  secret may have leaked, so it never becomes current again: write {id}'s current \

@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 use rand::RngCore;
 use sqlx::PgConnection;
 
-use crate::crypto::{DataCipher, Purpose};
+use crate::crypto::{token_hash, DataCipher, Purpose};
 
 /// How long a replaced secret keeps signing, unless the operator says
 /// otherwise: a week covers a partner's change process and a weekend.
@@ -201,6 +201,7 @@ pub async fn replace(
     .await?;
     let mut stops = Vec::new();
     if let Some(old) = old {
+        retire(&mut *conn, cipher, client, &old).await?;
         let secret = SecretName {
             set_at,
             replaced_at: now,
@@ -244,24 +245,61 @@ pub async fn replace(
     Ok(stops)
 }
 
-/// Whether `secret` is one of client `client_id`'s replaced secrets still
-/// stored (in its overlap, or ended and not yet purged).
+/// Whether `secret` is one of client `client_id`'s replaced secrets: any
+/// ever replaced (`retired_signing_secrets`), or, for one replaced before that
+/// record existed, one still stored.
 pub async fn is_replaced(
-    db: impl sqlx::PgExecutor<'_>,
+    conn: &mut PgConnection,
     cipher: &DataCipher,
     client_id: &str,
     secret: &str,
 ) -> Result<bool, sqlx::Error> {
+    let retired: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM retired_signing_secrets r
+                        JOIN oauth_clients c ON c.id = r.oauth_client_id
+                        WHERE c.client_id = $1 AND r.secret_sha256 = $2)",
+    )
+    .bind(client_id)
+    .bind(token_hash(secret))
+    .fetch_one(&mut *conn)
+    .await?;
+    if retired {
+        return Ok(true);
+    }
+    // Replaced before `retired_signing_secrets` existed: only while stored.
     let replaced: Vec<Vec<u8>> = sqlx::query_scalar(
         "SELECT p.secret_ciphertext FROM previous_signing_secrets p
          JOIN oauth_clients c ON c.id = p.oauth_client_id WHERE c.client_id = $1",
     )
     .bind(client_id)
-    .fetch_all(db)
+    .fetch_all(&mut *conn)
     .await?;
     Ok(replaced
         .iter()
         .any(|ct| same_secret(cipher, ct, secret.as_bytes())))
+}
+
+/// Record a replaced secret (its ciphertext) for good, as its SHA-256
+/// (migration `20261124008001`), so that it never becomes current again.
+async fn retire(
+    conn: &mut PgConnection,
+    cipher: &DataCipher,
+    client: i64,
+    ciphertext: &[u8],
+) -> Result<(), SigningError> {
+    let plain = cipher
+        .decrypt(Purpose::SigningSecret, ciphertext)
+        .map_err(|_| SigningError::Undecryptable)?;
+    let plain = String::from_utf8(plain).map_err(|_| SigningError::Undecryptable)?;
+    sqlx::query(
+        "INSERT INTO retired_signing_secrets (oauth_client_id, secret_sha256) VALUES ($1, $2)
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(client)
+    .bind(token_hash(&plain))
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
 }
 
 /// End the overlap of client `client`'s replaced secrets now; returns those
