@@ -313,24 +313,31 @@ async fn run_rekey(pool: &sqlx::PgPool, cipher: &DataCipher, batch: i64) -> anyh
             println!("{column}: {n} value(s) still under an older key");
         }
     }
-    for (ids, variable, nor) in [
+    for (ids, ring, variable, nor) in [
         (
             &report.unused_data_keys,
+            &data,
             "DATA_ENCRYPTION_KEYS",
             "no live process writes under them",
         ),
         (
             &report.unused_hash_keys,
+            &hash,
             "SSN_HASH_KEYS",
             "no live process writes under them, no replayable idempotency record needs them",
         ),
     ] {
-        if !ids.is_empty() {
-            let ids: Vec<String> = ids.iter().map(ToString::to_string).collect();
+        // Only the keys still in this environment's ring need removing.
+        let in_ring: Vec<String> = ids
+            .iter()
+            .filter(|id| ring.contains(id))
+            .map(ToString::to_string)
+            .collect();
+        if !in_ring.is_empty() {
             println!(
                 "no stored value uses key(s) {} of {variable} any more, {nor}: they may be \
                  removed from {variable}, then restart the processes",
-                ids.join(", ")
+                in_ring.join(", ")
             );
         }
     }
@@ -479,9 +486,10 @@ fn key_state(status: &key_usage::Status, ring: Ring, ids: &[KeyId], id: KeyId) -
         (Some(_), _) => "in ring".to_owned(),
         (None, Some(r)) => match r.unused_since {
             Some(_) => "not in this ring".to_owned(),
-            None => {
-                "not in this ring, but still in use: a start with this ring is refused".to_owned()
-            }
+            None => "not in this ring, and not marked unused: a start with this ring is refused \
+                 until `i9-admin rekey`, run with a ring that has it, marks it unused (it says \
+                 what still holds it)"
+                .to_owned(),
         },
         (None, None) => "not in this ring".to_owned(),
     };

@@ -596,3 +596,110 @@ async fn rekey_keeps_a_hash_key_while_replayable_idempotency_records_need_it() {
     );
     assert!(unused(&pool, "ssn_hash", 1).await);
 }
+
+/// What an operator trial found: a ring whose current key a live process
+/// lacks, or whose current key `rekey` retired, would write what others
+/// cannot read (or find). Such a start, `rekey` and any `i9-admin` command
+/// are refused before they write anything, naming the processes or the key.
+#[tokio::test]
+async fn a_current_key_that_live_processes_lack_or_rekey_retired_is_refused_before_any_write() {
+    let app = spawn_app().await;
+    let pool = app.pool().clone();
+    let dev = DataCipher::from_config(&config_with(&app, &[1], &[1]));
+    let mut conn = pool.acquire().await.unwrap();
+    let employee = insert_with(&mut conn, &dev, 3, "123-45-6781")
+        .await
+        .unwrap();
+    drop(conn);
+    let stored = |pool: PgPool| async move {
+        sqlx::query_as::<_, (Vec<u8>, Vec<u8>)>(
+            "SELECT ssn_ciphertext, ssn_hash FROM employees WHERE id = $1",
+        )
+        .bind(employee)
+        .fetch_one(&pool)
+        .await
+        .unwrap()
+    };
+    let before = stored(pool.clone()).await;
+
+    // A worker elsewhere still runs with key 1 alone: step 2 was skipped.
+    insert_process(&pool, "i9-worker", "worker-3", &[1], 5).await;
+    let err = register(&pool, &config_with(&app, &[2, 1], &[2, 1]), "i9-api")
+        .await
+        .unwrap_err()
+        .to_string();
+    for key in [
+        "key 2 of DATA_ENCRYPTION_KEYS is first in the ring, so this process would write under \
+         it, but live processes do not have it in their ring and could not read what it writes",
+        "key 2 of SSN_HASH_KEYS is first in the ring, so this process would write under it, but \
+         live processes do not have it in their ring and could not find",
+    ] {
+        assert!(err.contains(key), "{err}");
+    }
+    assert!(err.contains("i9-worker on worker-3 (pid 4242"), "{err}");
+    // rekey is refused the same way, and rewrites nothing, records nothing.
+    let (ok, out, err) = admin_2_1(&app.db.url, &["rekey"]);
+    assert!(!ok && !out.contains("re-encrypted"), "{out}\n{err}");
+    assert!(err.contains("i9-worker on worker-3"), "{err}");
+    assert_eq!(stored(pool.clone()).await, before, "no value rewritten");
+    let key_2_rows: i64 = sqlx::query_scalar("SELECT count(*) FROM key_ring WHERE key_id = 2")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(key_2_rows, 0, "key 2 not recorded by a refused start");
+
+    // Done right: the worker restarted with key 2 in its ring (step 2)...
+    sqlx::query("DELETE FROM processes")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let step2 = register(&pool, &config_with(&app, &[1, 2], &[1, 2]), "i9-worker")
+        .await
+        .unwrap();
+    let step3 = register(&pool, &config_with(&app, &[2, 1], &[2, 1]), "i9-api")
+        .await
+        .unwrap();
+    step2.end().await;
+    // ... and, once every process has key 2 current, rekey retires key 1.
+    let (ok, out, err) = admin_2_1(&app.db.url, &["rekey"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(unused(&pool, "data", 1).await && unused(&pool, "ssn_hash", 1).await);
+    assert_ne!(stored(pool.clone()).await, before, "rewritten under key 2");
+
+    // An old configuration comes back with key 1 first: refused, and key 1
+    // stays retired; so is an i9-admin command run with a stale ring.
+    let err = register(&pool, &config_with(&app, &[1, 2], &[1, 2]), "i9-worker")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(
+            "key 1 of DATA_ENCRYPTION_KEYS (or DATA_ENCRYPTION_KEY) is first in the ring, so this \
+             process would write under it, but `i9-admin rekey` retired it"
+        ),
+        "{err}"
+    );
+    assert!(unused(&pool, "data", 1).await && unused(&pool, "ssn_hash", 1).await);
+    let secret_before: Vec<u8> = sqlx::query_scalar(
+        "SELECT signing_secret_ciphertext FROM oauth_clients WHERE client_id = 'greenhouse-ats'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    let (ok, out, err) = admin(
+        &app.db.url,
+        &format!("1:{DEV_DATA_KEY},2:{DATA_KEY_2}"),
+        &format!("2:{HASH_KEY_2},1:{DEV_HASH_KEY}"),
+        &["partners", "rotate-secret", "greenhouse-ats"],
+    );
+    assert!(!ok && !out.contains("whsec_"), "{out}\n{err}");
+    assert!(err.contains("retired it"), "{err}");
+    let secret_after: Vec<u8> = sqlx::query_scalar(
+        "SELECT signing_secret_ciphertext FROM oauth_clients WHERE client_id = 'greenhouse-ats'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(secret_after, secret_before, "nothing written");
+    step3.end().await;
+}

@@ -14,7 +14,10 @@
 //!
 //! A ring that lacks the current key of a live process (`processes`,
 //! `common/src/processes.rs`) is refused too, naming the key and the
-//! processes: this process could not read what they write.
+//! processes: this process could not read what they write. So is a current
+//! key that a live process lacks (they could not read what this one writes),
+//! and a current key that `rekey` retired (docs/operations.md, "Keys and
+//! rotation": the start-up check).
 //!
 //! A database that already holds data but no row yet (written before the
 //! check existed) is checked against its data first: one stored ciphertext of
@@ -145,16 +148,6 @@ pub async fn verify_or_record(pool: &PgPool, cipher: &DataCipher) -> anyhow::Res
             .context("recording a key in key_ring")?;
             recorded |= inserted.rows_affected() == 1;
         }
-        // The current key writes from now on: it is in use again if it was not.
-        sqlx::query(
-            "UPDATE key_ring SET unused_since = NULL
-             WHERE kind = $1 AND key_id = $2 AND unused_since IS NOT NULL",
-        )
-        .bind(ring.kind())
-        .bind(i64::from(ring.ids(cipher)[0]))
-        .execute(pool)
-        .await
-        .context("marking the current key in use")?;
     }
     // Another process may have recorded the same ids first, with other keys.
     refuse(cipher, &read(pool).await?, &live)?;
@@ -172,6 +165,8 @@ fn refuse(cipher: &DataCipher, rows: &[Recorded], live: &[LiveProcess]) -> anyho
         problems.push(format!("{}; {ADVICE}", recorded.join("; ")));
     }
     problems.extend(lacking_live_keys(cipher, live));
+    problems.extend(retired_current_keys(cipher, rows));
+    problems.extend(current_key_unknown_to_live(cipher, live));
     if problems.is_empty() {
         Ok(())
     } else {
@@ -208,8 +203,11 @@ fn problems(cipher: &DataCipher, rows: &[Recorded], live: &[LiveProcess]) -> Vec
             };
             if !ids.contains(&id) && !live.iter().any(|p| p.keys.current(ring) == id) {
                 problems.push(format!(
-                    "this database's {} may still use key {id}, which {} lacks: keep it in the \
-                     ring until `i9-admin rekey` reports that no value uses it",
+                    "this database's {} may still use key {id}, which {} lacks: `i9-admin \
+                     rekey` has not marked it unused (run it with the ring that has key {id}: it \
+                     says what still uses it: values under it, a live process writing under it, \
+                     or, for an SSN hash key, idempotency records younger than 24 hours); keep \
+                     it in the ring until then",
                     ring.what(),
                     ring.variable()
                 ));
@@ -246,6 +244,62 @@ fn lacking_live_keys(cipher: &DataCipher, live: &[LiveProcess]) -> Vec<String> {
                 ring.variable(),
                 STALE_AFTER.as_secs(),
                 holders.join(", ")
+            ));
+        }
+    }
+    problems
+}
+
+/// A current key that `rekey` marked unused: a process writing under it again
+/// would write what processes already rid of it cannot read (or, for the SSN
+/// hash key, find), and would bring back a retired key.
+fn retired_current_keys(cipher: &DataCipher, rows: &[Recorded]) -> Vec<String> {
+    RINGS
+        .into_iter()
+        .filter_map(|ring| {
+            let current = ring.ids(cipher)[0];
+            find(rows, ring, current).filter(|row| row.unused).map(|_| {
+                format!(
+                    "{} is first in the ring, so this process would write under it, but \
+                         `i9-admin rekey` retired it (marked it unused) after moving every value \
+                         to a newer key: put the newest key first in {}, as the running \
+                         processes have it",
+                    ring.key(current),
+                    ring.variable()
+                )
+            })
+        })
+        .collect()
+}
+
+/// This process's current keys that live processes lack: they could not read
+/// (or, for the SSN hash key, find: duplicates would get in) what this process
+/// writes. A new current key goes into every ring first (docs/operations.md,
+/// "Rotating the data key, step by step", step 2).
+fn current_key_unknown_to_live(cipher: &DataCipher, live: &[LiveProcess]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for ring in RINGS {
+        let current = ring.ids(cipher)[0];
+        let without: Vec<String> = live
+            .iter()
+            .filter(|p| !p.keys.ring(ring).contains(&current))
+            .map(ToString::to_string)
+            .collect();
+        if !without.is_empty() {
+            problems.push(format!(
+                "{} is first in the ring, so this process would write under it, but live \
+                 processes do not have it in their ring and could not {} what it writes: first \
+                 add key {current} to their {} (not first) and restart them, or stop them (one \
+                 stopped without a clean shutdown counts as gone {} s after its last \
+                 heartbeat): {}",
+                ring.key(current),
+                match ring {
+                    Ring::Data => "read",
+                    Ring::SsnHash => "find (an SSN search would miss, a duplicate get in)",
+                },
+                ring.variable(),
+                STALE_AFTER.as_secs(),
+                without.join(", ")
             ));
         }
     }

@@ -912,10 +912,12 @@ pub async fn load_with(
                 .await
                 .map_err(|e| match e {
                     signing_secrets::SigningError::Database(e) => SeedError::Database(e),
-                    signing_secrets::SigningError::Undecryptable => SeedError::Invalid(vec![format!(
-                        "clients: {}: its signing secret cannot be decrypted (are the keys the data's?)",
-                        c.client_id
-                    )]),
+                    signing_secrets::SigningError::Undecryptable(e) => {
+                        SeedError::Invalid(vec![format!(
+                            "clients: {}: its signing secret cannot be decrypted: {e}",
+                            c.client_id
+                        )])
+                    }
                     other => SeedError::Invalid(vec![format!("clients: {}: {other}", c.client_id)]),
                 })?;
             notes.push(SecretNote::Rotated {

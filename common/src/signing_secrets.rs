@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 use rand::RngCore;
 use sqlx::PgConnection;
 
-use crate::crypto::{token_hash, DataCipher, Purpose};
+use crate::crypto::{token_hash, DataCipher, DecryptError, Purpose};
 
 /// How long a replaced secret keeps signing, unless the operator says
 /// otherwise: a week covers a partner's change process and a weekend.
@@ -35,8 +35,8 @@ pub fn generate() -> String {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SigningError {
-    #[error("a signing secret cannot be decrypted")]
-    Undecryptable,
+    #[error("a signing secret cannot be decrypted: {0}")]
+    Undecryptable(#[from] DecryptError),
     #[error("the overlap is too long")]
     OverlapTooLong,
     #[error("signing failed: {0}")]
@@ -67,9 +67,11 @@ pub async fn valid(
         .map(|ct| {
             cipher
                 .decrypt(Purpose::SigningSecret, ct)
-                .ok()
-                .and_then(|b| String::from_utf8(b).ok())
-                .ok_or(SigningError::Undecryptable)
+                .map_err(SigningError::Undecryptable)
+                .and_then(|b| {
+                    String::from_utf8(b)
+                        .map_err(|_| SigningError::Undecryptable(DecryptError::Invalid))
+                })
         })
         .collect()
 }
@@ -161,9 +163,7 @@ pub async fn replace(
     new_ciphertext: &[u8],
     overlap: Duration,
 ) -> Result<Vec<Stop>, SigningError> {
-    let new_plain = cipher
-        .decrypt(Purpose::SigningSecret, new_ciphertext)
-        .map_err(|_| SigningError::Undecryptable)?;
+    let new_plain = cipher.decrypt(Purpose::SigningSecret, new_ciphertext)?;
     let (old, set_at, now): (Option<Vec<u8>>, Option<DateTime<Utc>>, DateTime<Utc>) =
         sqlx::query_as(
             "SELECT signing_secret_ciphertext, signing_secret_set_at, now() FROM oauth_clients
@@ -287,10 +287,9 @@ async fn retire(
     client: i64,
     ciphertext: &[u8],
 ) -> Result<(), SigningError> {
-    let plain = cipher
-        .decrypt(Purpose::SigningSecret, ciphertext)
-        .map_err(|_| SigningError::Undecryptable)?;
-    let plain = String::from_utf8(plain).map_err(|_| SigningError::Undecryptable)?;
+    let plain = cipher.decrypt(Purpose::SigningSecret, ciphertext)?;
+    let plain =
+        String::from_utf8(plain).map_err(|_| SigningError::Undecryptable(DecryptError::Invalid))?;
     sqlx::query(
         "INSERT INTO retired_signing_secrets (oauth_client_id, secret_sha256) VALUES ($1, $2)
          ON CONFLICT DO NOTHING",

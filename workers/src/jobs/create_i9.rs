@@ -97,7 +97,10 @@ pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
             let ssn = ctx
                 .cipher
                 .decrypt_ssn(Purpose::EmployeeSsn, &ct)
-                .map_err(|e| JobError::Fatal(e.into()))?;
+                .map_err(|e| {
+                    JobError::from(e)
+                        .context(format!("the SSN of the employee of request {request_id}"))
+                })?;
             Some(ctx.cipher.encrypt_ssn(Purpose::I9Ssn, &ssn))
         }
         None => None,

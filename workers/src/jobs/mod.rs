@@ -10,7 +10,10 @@ pub mod post_status_callback;
 pub mod send_login_email;
 pub mod send_remote_hire_email;
 
-use i9_common::jobs::{Envelope, Job};
+use i9_common::{
+    crypto::DecryptError,
+    jobs::{Envelope, Job},
+};
 use sqlx::PgConnection;
 use uuid::Uuid;
 
@@ -36,6 +39,32 @@ impl From<sqlx::Error> for JobError {
     /// being unavailable for a while (i9_common::db::is_unavailable).
     fn from(e: sqlx::Error) -> Self {
         JobError::Retryable(e.into())
+    }
+}
+
+impl From<DecryptError> for JobError {
+    /// A value under a key this worker's ring lacks is worth another attempt:
+    /// the worker is restarted with the ring the data was written with
+    /// (docs/operations.md, "Keys and rotation"). A value no key of the ring
+    /// opens will never decrypt.
+    fn from(e: DecryptError) -> Self {
+        match e {
+            DecryptError::UnknownKey(_) => JobError::Retryable(anyhow::anyhow!(
+                "{e}: restart this worker with the ring the data was written with"
+            )),
+            DecryptError::Invalid => JobError::Fatal(e.into()),
+        }
+    }
+}
+
+impl JobError {
+    /// Say what the error was about, keeping whether it is worth retrying.
+    pub fn context(self, what: String) -> Self {
+        match self {
+            JobError::Retryable(e) => JobError::Retryable(e.context(what)),
+            JobError::Fatal(e) => JobError::Fatal(e.context(what)),
+            busy @ JobError::Busy { .. } => busy,
+        }
     }
 }
 
@@ -82,4 +111,34 @@ pub async fn already_done(conn: &mut PgConnection, job_id: Uuid) -> Result<bool,
 /// replay, a relay that published twice): skipped, and said so.
 pub fn skipped(kind: &str, job_id: Uuid) {
     tracing::info!(kind, %job_id, "job already done; this copy is skipped");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A value under a key the worker lacks waits for the worker's restart
+    /// with the right ring (retried, saying which key); one no key opens is
+    /// dead-lettered at once.
+    #[test]
+    fn a_value_under_a_missing_key_is_retried_and_a_corrupt_one_is_not() {
+        let missing = JobError::from(DecryptError::UnknownKey(2))
+            .context("the Section 1 token of request 7".to_owned());
+        match missing {
+            JobError::Retryable(e) => {
+                let text = format!("{e:#}");
+                assert!(
+                    text.starts_with("the Section 1 token of request 7: ")
+                        && text.contains("data key 2, which DATA_ENCRYPTION_KEYS lacks")
+                        && text.contains("restart this worker"),
+                    "{text}"
+                );
+            }
+            other => panic!("retryable, not {other:?}"),
+        }
+        assert!(matches!(
+            JobError::from(DecryptError::Invalid),
+            JobError::Fatal(_)
+        ));
+    }
 }

@@ -64,6 +64,9 @@ pub async fn run(ctx: &Context, event_id: Uuid) -> JobResult {
         .and_then(|secrets| signing_secrets::signature_header(&secrets, &msg_id, timestamp, &body))
         .map_err(|e| match e {
             signing_secrets::SigningError::Database(e) => JobError::from(e),
+            signing_secrets::SigningError::Undecryptable(e) => JobError::from(e).context(format!(
+                "a signing secret of the partner of event {event_id}"
+            )),
             other => JobError::Fatal(anyhow::anyhow!("{other}")),
         })?;
 

@@ -4,7 +4,10 @@
 //! Reads `i9_requests` and `employees`; writes `processed_jobs` (the email
 //! is sent once: [`super::claim`]).
 
-use i9_common::{crypto::Purpose, links};
+use i9_common::{
+    crypto::{DecryptError, Purpose},
+    links,
+};
 use uuid::Uuid;
 
 use i9_common::html::escape;
@@ -38,12 +41,9 @@ async fn send(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
     let token = ctx
         .cipher
         .decrypt(Purpose::Section1Token, &token_ct)
-        .ok()
-        .and_then(|b| String::from_utf8(b).ok())
-        .ok_or_else(|| {
-            JobError::Fatal(anyhow::anyhow!(
-                "the Section 1 token of request {request_id} cannot be decrypted"
-            ))
+        .and_then(|b| String::from_utf8(b).map_err(|_| DecryptError::Invalid))
+        .map_err(|e| {
+            JobError::from(e).context(format!("the Section 1 token of request {request_id}"))
         })?;
     let link = links::section1(&ctx.config.public_base_url, &token);
     let (subject, intro, action) = if language == Some(2) {
