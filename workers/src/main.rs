@@ -132,7 +132,12 @@ async fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("i9-worker: error: {e:#}");
-            ExitCode::FAILURE
+            // Exit here, before the runtime shuts down: tasks still running
+            // (a RabbitMQ connection opened meanwhile) would log their
+            // teardown after this line, and the reason must be the last line
+            // an operator reads (docs/operations.md, "Start-up, outages and
+            // readiness"). Logs are written unbuffered: nothing is lost.
+            std::process::exit(1)
         }
     }
 }
