@@ -11,6 +11,7 @@ pub mod idempotency;
 pub mod list;
 pub mod middleware;
 pub mod overload;
+pub mod page_form;
 pub mod page_security;
 pub mod routes;
 pub mod server;

@@ -4,7 +4,8 @@
 //! once percent-decoded is refused, not silently replaced by U+FFFD (JSON
 //! bodies are checked in [`crate::body`], path segments by their extractors).
 //! Whoever calls these turns an [`Unreadable`] into their own error: a 400
-//! naming the parameter, an OAuth `invalid_request`, an error on a page's field.
+//! naming the parameter, an OAuth `invalid_request`, a page's "the form could
+//! not be read" ([`crate::page_form`]; a page names a field holding NUL itself).
 
 use std::borrow::Cow;
 
@@ -74,8 +75,7 @@ pub fn form_pairs(input: &[u8]) -> Result<Vec<(String, String)>, Vec<Unreadable>
     }
 }
 
-/// The readable pairs and the unreadable ones, for a page that shows an
-/// error beside each field.
+/// The readable pairs and the unreadable ones.
 pub fn decode_form(input: &[u8]) -> (Vec<(String, String)>, Vec<Unreadable>) {
     let mut pairs = Vec::new();
     let mut bad = Vec::new();

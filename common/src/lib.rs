@@ -10,7 +10,6 @@ pub mod dead_letters;
 pub mod destination;
 pub mod domain;
 pub mod events;
-pub mod html;
 pub mod jobs;
 pub mod key_check;
 pub mod key_usage;

@@ -1,9 +1,11 @@
 //! Web pages for employees (no API token): setting the password of a new
-//! sign-in, and the Section 1 link. Server-rendered HTML that works without
-//! JavaScript; labels, `lang` and error messages tied to their fields.
+//! sign-in, and the Section 1 link. Server-rendered HTML from the templates
+//! in `api/templates/` (askama: checked when built, every value escaped) that
+//! works without JavaScript; labels, `lang` and error messages tied to their
+//! fields. Their forms are read whole or not at all ([`crate::page_form`]).
 
+use askama::Template;
 use axum::{
-    body::Bytes,
     extract::{rejection::PathRejection, Path, State},
     http::StatusCode,
     response::{Html, IntoResponse, Response},
@@ -12,46 +14,67 @@ use i9_common::{
     crypto::token_hash,
     domain::password::{self, MIN_CHARS},
 };
+use serde::Deserialize;
 
-use i9_common::html::escape;
+use crate::{
+    error::ApiError,
+    middleware::RequestId,
+    page_form::{PageForm, Unreadable},
+    page_security,
+    state::AppState,
+};
 
-use crate::{error::ApiError, middleware::RequestId, page_security, state::AppState};
-
-fn page(status: StatusCode, title: &str, body: &str) -> Response {
-    page_lang(status, "en", title, body, None)
-}
-
-/// The pages' one style sheet, inline: their Content-Security-Policy allows
-/// it by its hash and nothing else (`api/src/page_security.rs`).
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem;line-height:1.5}\
+/// The pages' one style sheet, inline (`api/templates/base.html`): their
+/// Content-Security-Policy allows it by its hash and nothing else
+/// (`api/src/page_security.rs`).
+pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem;line-height:1.5}\
 label{display:block;margin-top:1rem;font-weight:600}input{font-size:1rem;padding:.4rem;width:100%;box-sizing:border-box}\
 .error{color:#a40000;font-weight:600}.hint{color:#444;margin:.2rem 0}\
 .summary{border:2px solid #a40000;padding:.5rem 1rem;margin:1rem 0}fieldset{margin-top:1rem}\
 fieldset label{font-weight:400}input[type=radio],input[type=checkbox]{width:auto}button{margin-top:1.5rem;font-size:1rem;padding:.5rem 1.2rem}";
 
-/// A page in `lang` (`en` or `es`). A form on it may post to the page itself,
-/// and be redirected on to `form_target`'s origin.
-pub(crate) fn page_lang(
+/// A page (a template extending `base.html`) answered with `status` and its
+/// Content-Security-Policy. A form on it may post to the page itself, and be
+/// redirected on to `form_target`'s origin.
+pub(crate) fn render(
     status: StatusCode,
-    lang: &str,
-    title: &str,
-    body: &str,
+    page: &impl Template,
     form_target: Option<&str>,
 ) -> Response {
-    let html = format!(
-        "<!doctype html><html lang=\"{lang}\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <meta name=\"referrer\" content=\"no-referrer\">\
-         <title>{t}</title><style>{STYLE}</style>\
-         </head><body><main><h1>{t}</h1>{body}</main></body></html>",
-        t = escape(title)
-    );
+    let html = match page.render() {
+        Ok(html) => html,
+        Err(e) => {
+            return ApiError::Internal(anyhow::Error::new(e).context("rendering a page"))
+                .into_response()
+        }
+    };
     let mut r = (status, Html(html)).into_response();
     r.headers_mut().insert(
         axum::http::header::CONTENT_SECURITY_POLICY,
         page_security::page_policy(STYLE, form_target),
     );
     r
+}
+
+/// A page of one paragraph (`api/templates/message.html`).
+#[derive(Template)]
+#[template(path = "message.html")]
+pub(crate) struct Message {
+    pub lang: &'static str,
+    pub title: &'static str,
+    pub text: &'static str,
+}
+
+fn message(status: StatusCode, title: &'static str, text: &'static str) -> Response {
+    render(
+        status,
+        &Message {
+            lang: "en",
+            title,
+            text,
+        },
+        None,
+    )
 }
 
 /// A set-password token that is known, unused and unexpired: its user's login.
@@ -73,21 +96,42 @@ async fn password_token(
 }
 
 pub(crate) fn invalid_link() -> Response {
-    page(
+    message(
         StatusCode::NOT_FOUND,
         "This link does not work",
-        "<p>The link is wrong, was already used, or has expired. Ask your employer for a new one.</p>",
+        "The link is wrong, was already used, or has expired. Ask your employer for a new one.",
     )
+}
+
+/// A page's form that could not be read ([`crate::page_form`]), in `lang`
+/// (`en` or `es`): the employee goes back and sends it again.
+pub(crate) fn unreadable_form(why: Unreadable, lang: &str) -> Response {
+    let page = if lang == "es" {
+        Message {
+            lang: "es",
+            title: "No se pudo leer el formulario",
+            text: "Su navegador envió el formulario de una forma que esta página no puede leer. \
+                   Vuelva atrás y envíelo de nuevo; su enlace sigue funcionando.",
+        }
+    } else {
+        Message {
+            lang: "en",
+            title: "The form could not be read",
+            text: "Your browser sent the form in a way this page cannot read. \
+                   Go back and send it again; your link still works.",
+        }
+    };
+    render(why.status(), &page, None)
 }
 
 /// Every hashing turn stayed taken: the form is not lost, the employee
 /// sends it again (the link still works).
 fn busy() -> Response {
     crate::overload::shed(crate::overload::SET_PASSWORD);
-    let mut response = page(
+    let mut response = message(
         StatusCode::SERVICE_UNAVAILABLE,
         "Please try again",
-        "<p>The service is busy right now. Go back and send the form again in a moment; your link still works.</p>",
+        "The service is busy right now. Go back and send the form again in a moment; your link still works.",
     );
     response.headers_mut().insert(
         axum::http::header::RETRY_AFTER,
@@ -96,35 +140,46 @@ fn busy() -> Response {
     response
 }
 
-fn password_form(login: &str, errors: &[(&str, &str)]) -> String {
-    let err = |field: &str| {
-        errors
-            .iter()
-            .find(|(f, _)| *f == field)
-            .map(|(_, m)| format!("<p class=\"error\" id=\"{field}-error\">{}</p>", escape(m)))
-            .unwrap_or_default()
-    };
-    let described = |field: &str| {
-        if errors.iter().any(|(f, _)| *f == field) {
-            format!(" aria-invalid=\"true\" aria-describedby=\"{field}-error\"")
-        } else {
-            String::new()
+/// The set-password form (`api/templates/set_password.html`).
+#[derive(Template)]
+#[template(path = "set_password.html")]
+struct PasswordPage<'a> {
+    lang: &'static str,
+    title: &'static str,
+    login: &'a str,
+    min_chars: usize,
+    password_error: Option<&'a str>,
+    confirm_error: Option<&'a str>,
+}
+
+impl<'a> PasswordPage<'a> {
+    fn new(login: &'a str) -> Self {
+        Self {
+            lang: "en",
+            title: "Set your password",
+            login,
+            min_chars: MIN_CHARS,
+            password_error: None,
+            confirm_error: None,
         }
-    };
-    format!(
-        "<p>Your login is <strong>{login}</strong>. Choose a password of at least {MIN_CHARS} characters.</p>\
-         <form method=\"post\">\
-         <label for=\"password\">New password</label>\
-         <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"new-password\" required minlength=\"{MIN_CHARS}\"{d1}>{e1}\
-         <label for=\"confirm\">Repeat the password</label>\
-         <input id=\"confirm\" name=\"confirm\" type=\"password\" autocomplete=\"new-password\" required{d2}>{e2}\
-         <button type=\"submit\">Set password</button></form>",
-        login = escape(login),
-        d1 = described("password"),
-        e1 = err("password"),
-        d2 = described("confirm"),
-        e2 = err("confirm"),
-    )
+    }
+}
+
+/// The set-password page once it is done (`api/templates/password_set.html`).
+#[derive(Template)]
+#[template(path = "password_set.html")]
+struct PasswordSet<'a> {
+    lang: &'static str,
+    title: &'static str,
+    login: &'a str,
+}
+
+/// What the set-password form sends.
+#[derive(Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PasswordForm {
+    password: String,
+    confirm: String,
 }
 
 pub async fn set_password_form(
@@ -135,11 +190,7 @@ pub async fn set_password_form(
         return Ok(invalid_link());
     };
     match password_token(&state, &token).await? {
-        Some((_, login, _)) => Ok(page(
-            StatusCode::OK,
-            "Set your password",
-            &password_form(&login, &[]),
-        )),
+        Some((_, login, _)) => Ok(render(StatusCode::OK, &PasswordPage::new(&login), None)),
         None => Ok(invalid_link()),
     }
 }
@@ -148,7 +199,7 @@ pub async fn set_password(
     State(state): State<AppState>,
     RequestId(request_id): RequestId,
     token: Result<Path<String>, PathRejection>,
-    body: Bytes,
+    form: Result<PageForm<PasswordForm>, Unreadable>,
 ) -> Result<Response, ApiError> {
     let Ok(Path(token)) = token else {
         return Ok(invalid_link());
@@ -156,41 +207,32 @@ pub async fn set_password(
     let Some((user_id, login, personal)) = password_token(&state, &token).await? else {
         return Ok(invalid_link());
     };
-    let (form, unreadable) = crate::text::decode_form(&body);
-    let get = |k: &str| {
-        form.iter()
-            .find(|(n, _)| n == k)
-            .map(|(_, v)| v.as_str())
-            .unwrap_or("")
+    let PasswordForm { password, confirm } = match form {
+        Ok(PageForm(form)) => form,
+        Err(why) => return Ok(unreadable_form(why, "en")),
     };
-    let (password, confirm) = (get("password").to_owned(), get("confirm"));
-    // Not UTF-8, or with NUL: a password nobody could sign in with (text.rs).
-    let mut errors: Vec<(&str, String)> = ["password", "confirm"]
-        .into_iter()
-        .filter(|field| unreadable.iter().any(|u| u.field == *field))
-        .map(|field| {
-            (
-                field,
-                "This holds characters that cannot be used; type it again.".to_owned(),
-            )
-        })
-        .collect();
-    if errors.is_empty() {
+    // With NUL: a password nobody could sign in with (text.rs).
+    const UNUSABLE: &str = "This holds characters that cannot be used; type it again.";
+    let weakness;
+    let mut page = PasswordPage::new(&login);
+    if crate::text::check(&password).is_err() {
+        page.password_error = Some(UNUSABLE);
+    }
+    if crate::text::check(&confirm).is_err() {
+        page.confirm_error = Some(UNUSABLE);
+    }
+    if page.password_error.is_none() && page.confirm_error.is_none() {
         let personal: Vec<&str> = personal.iter().map(String::as_str).collect();
-        if let Err(weakness) = password::check(&password, &personal) {
-            errors.push(("password", weakness.to_string()));
+        if let Err(w) = password::check(&password, &personal) {
+            weakness = w.to_string();
+            page.password_error = Some(&weakness);
         }
         if confirm != password {
-            errors.push(("confirm", "The two passwords differ.".to_owned()));
+            page.confirm_error = Some("The two passwords differ.");
         }
     }
-    if !errors.is_empty() {
-        let errors: Vec<(&str, &str)> = errors.iter().map(|(f, m)| (*f, m.as_str())).collect();
-        return Ok(page(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "Set your password",
-            &password_form(&login, &errors),
-        ));
+    if page.password_error.is_some() || page.confirm_error.is_some() {
+        return Ok(render(StatusCode::UNPROCESSABLE_ENTITY, &page, None));
     }
     // Hashing waits its turn with the token endpoint's (api/src/hashing.rs).
     let Ok(turn) = state.hashing.turn().await else {
@@ -224,12 +266,10 @@ pub async fn set_password(
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
-    Ok(page(
-        StatusCode::OK,
-        "Password set",
-        &format!(
-            "<p>Your password is set. Sign in as <strong>{}</strong>.</p>",
-            escape(&login)
-        ),
-    ))
+    let done = PasswordSet {
+        lang: "en",
+        title: "Password set",
+        login: &login,
+    };
+    Ok(render(StatusCode::OK, &done, None))
 }

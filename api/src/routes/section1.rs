@@ -4,15 +4,18 @@
 //! labels tied to inputs, a fieldset for the attestation, an error summary
 //! and each error next to its field (`aria-describedby`). Signing sets the
 //! I-9 to `Signed Sec 1`, uses the link up, records the partner event, and
-//! sends the browser to `employeeReturnUrl` when there is one.
+//! sends the browser to `employeeReturnUrl` when there is one. Before the
+//! I-9 exists the page says it is being prepared and has the browser look
+//! again in [`PREPARING_RETRY_SECS`]. Templates: `api/templates/section1*.html`,
+//! `input.html`.
 
+use askama::Template;
 use axum::{
-    body::Bytes,
     extract::{
         rejection::{PathRejection, QueryRejection},
         Path, Query, State,
     },
-    http::{header, StatusCode},
+    http::{header, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
 };
 use chrono::{NaiveDate, Utc};
@@ -20,12 +23,16 @@ use i9_common::{
     crypto::{token_hash, Purpose},
     domain::{parse_date, Ssn, SsnError},
     events,
-    html::escape,
 };
 use serde::Deserialize;
 
-use super::pages::page_lang;
-use crate::{error::ApiError, middleware::RequestId, state::AppState};
+use super::pages::{render, unreadable_form, Message};
+use crate::{
+    error::ApiError,
+    middleware::RequestId,
+    page_form::{PageForm, Unreadable},
+    state::AppState,
+};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Lang {
@@ -67,6 +74,8 @@ struct Text {
     submit: &'static str,
     done: &'static str,
     preparing: &'static str,
+    /// Around the seconds until the preparing page looks again.
+    looks_again: (&'static str, &'static str),
     other_lang: &'static str,
     required: &'static str,
     bad_date: &'static str,
@@ -114,7 +123,8 @@ const EN: Text = Text {
     perjury: "I am aware that federal law provides for imprisonment and/or fines for false statements, or the use of false documents, in connection with the completion of this form. *",
     submit: "Sign Section 1",
     done: "Section 1 is signed. Thank you. Your employer completes the next step.",
-    preparing: "Your Form I-9 is being prepared. Reload this page in a moment.",
+    preparing: "Your Form I-9 is being prepared.",
+    looks_again: ("This page looks again in", "seconds; you can also reload it yourself."),
     other_lang: "Ver en español",
     required: "This field is required.",
     bad_date: "Enter a real date, YYYY-MM-DD or MM/DD/YYYY.",
@@ -162,7 +172,8 @@ const ES: Text = Text {
     perjury: "Entiendo que la ley federal establece prisión y/o multas por declaraciones falsas o por el uso de documentos falsos al completar este formulario. *",
     submit: "Firmar la Sección 1",
     done: "La Sección 1 está firmada. Gracias. Su empleador completa el siguiente paso.",
-    preparing: "Su Formulario I-9 se está preparando. Vuelva a cargar esta página en un momento.",
+    preparing: "Su Formulario I-9 se está preparando.",
+    looks_again: ("Esta página vuelve a cargarse en", "segundos; también puede volver a cargarla usted."),
     other_lang: "View in English",
     required: "Este campo es obligatorio.",
     bad_date: "Escriba una fecha válida, AAAA-MM-DD o MM/DD/AAAA.",
@@ -177,16 +188,104 @@ const ES: Text = Text {
     unreadable: "Contiene caracteres que no se pueden usar; escríbalo de nuevo.",
 };
 
-fn text(lang: Lang) -> &'static Text {
-    match lang {
-        Lang::En => &EN,
-        Lang::Es => &ES,
+impl Lang {
+    fn code(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Es => "es",
+        }
+    }
+
+    fn other(self) -> Lang {
+        match self {
+            Lang::En => Lang::Es,
+            Lang::Es => Lang::En,
+        }
+    }
+
+    fn text(self) -> &'static Text {
+        match self {
+            Lang::En => &EN,
+            Lang::Es => &ES,
+        }
     }
 }
+
+/// How long the page saying the I-9 is being prepared has the browser wait
+/// before it looks again (its `Retry-After` and `refresh`).
+pub const PREPARING_RETRY_SECS: u32 = 5;
 
 #[derive(Deserialize)]
 pub struct LangQuery {
     lang: Option<String>,
+}
+
+/// What the Section 1 form sends, and what it shows prefilled.
+#[derive(Default, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct SignForm {
+    last_name: String,
+    first_name: String,
+    middle_initial: String,
+    other_last_names: String,
+    address_street: String,
+    address_apartment: String,
+    address_city: String,
+    address_state: String,
+    address_zip: String,
+    date_of_birth: String,
+    social_security_number: String,
+    email_address: String,
+    phone_number: String,
+    attestation: String,
+    alien_number: String,
+    work_authorization_expiration: String,
+    admission_number: String,
+    foreign_passport_number: String,
+    foreign_passport_country: String,
+    signature: String,
+    agree: String,
+}
+
+impl SignForm {
+    /// Every field: its name on the page, the most characters it takes, its value.
+    fn fields_mut(&mut self) -> [(&'static str, usize, &mut String); 21] {
+        [
+            ("lastName", 40, &mut self.last_name),
+            ("firstName", 40, &mut self.first_name),
+            ("middleInitial", 1, &mut self.middle_initial),
+            ("otherLastNames", 40, &mut self.other_last_names),
+            ("addressStreet", 80, &mut self.address_street),
+            ("addressApartment", 80, &mut self.address_apartment),
+            ("addressCity", 50, &mut self.address_city),
+            ("addressState", 20, &mut self.address_state),
+            ("addressZip", 10, &mut self.address_zip),
+            ("dateOfBirth", 10, &mut self.date_of_birth),
+            ("socialSecurityNumber", 11, &mut self.social_security_number),
+            ("emailAddress", 80, &mut self.email_address),
+            ("phoneNumber", 20, &mut self.phone_number),
+            ("attestation", 30, &mut self.attestation),
+            ("alienNumber", 12, &mut self.alien_number),
+            (
+                "workAuthorizationExpiration",
+                10,
+                &mut self.work_authorization_expiration,
+            ),
+            ("admissionNumber", 11, &mut self.admission_number),
+            (
+                "foreignPassportNumber",
+                20,
+                &mut self.foreign_passport_number,
+            ),
+            (
+                "foreignPassportCountry",
+                50,
+                &mut self.foreign_passport_country,
+            ),
+            ("signature", 100, &mut self.signature),
+            ("agree", 3, &mut self.agree),
+        ]
+    }
 }
 
 /// What the page needs of the link's I-9.
@@ -196,7 +295,8 @@ struct Link {
     status: Option<String>,
     lang: Lang,
     return_url: Option<String>,
-    values: Vec<(&'static str, String)>,
+    /// What the form shows before the employee types.
+    prefill: SignForm,
 }
 
 async fn find(state: &AppState, token: &str) -> Result<Option<Link>, ApiError> {
@@ -237,22 +337,20 @@ async fn find(state: &AppState, token: &str) -> Result<Option<Link>, ApiError> {
             status: r.2,
             lang: if r.3 == Some(2) { Lang::Es } else { Lang::En },
             return_url: r.4,
-            values: vec![
-                ("lastName", opt(r.5)),
-                ("firstName", opt(r.6)),
-                ("middleInitial", opt(r.7)),
-                ("otherLastNames", opt(r.8)),
-                (
-                    "dateOfBirth",
-                    r.9.map(|d| d.to_string()).unwrap_or_default(),
-                ),
-                ("addressStreet", opt(r.10)),
-                ("addressApartment", opt(r.11)),
-                ("addressCity", opt(r.12)),
-                ("addressState", opt(r.13)),
-                ("addressZip", opt(r.14)),
-                ("emailAddress", opt(r.15)),
-            ],
+            prefill: SignForm {
+                last_name: opt(r.5),
+                first_name: opt(r.6),
+                middle_initial: opt(r.7),
+                other_last_names: opt(r.8),
+                date_of_birth: r.9.map(|d| d.to_string()).unwrap_or_default(),
+                address_street: opt(r.10),
+                address_apartment: opt(r.11),
+                address_city: opt(r.12),
+                address_state: opt(r.13),
+                address_zip: opt(r.14),
+                email_address: opt(r.15),
+                ..SignForm::default()
+            },
         }
     }))
 }
@@ -270,25 +368,199 @@ fn invalid() -> Response {
     super::pages::invalid_link()
 }
 
-fn html(status: StatusCode, lang: Lang, title: &str, body: &str) -> Response {
-    form_page(status, lang, title, body, None)
+/// A page of one paragraph under the Section 1 title.
+fn message(lang: Lang, text: &'static str) -> Response {
+    let page = Message {
+        lang: lang.code(),
+        title: lang.text().title,
+        text,
+    };
+    render(StatusCode::OK, &page, None)
 }
 
-/// A page with the Section 1 form, whose signing redirects to `return_url`.
+/// The link before its I-9 exists (`api/templates/section1_preparing.html`).
+#[derive(Template)]
+#[template(path = "section1_preparing.html")]
+struct Preparing {
+    lang: &'static str,
+    title: &'static str,
+    t: &'static Text,
+    seconds: u32,
+}
+
+/// One text input of the form, as `api/templates/input.html` shows it.
+struct Input<'a> {
+    name: &'static str,
+    label: &'static str,
+    kind: &'static str,
+    autocomplete: Option<&'static str>,
+    inputmode: Option<&'static str>,
+    maxlength: Option<u8>,
+    required: bool,
+    hint: Option<&'static str>,
+    value: &'a str,
+    error: Option<&'static str>,
+}
+
+impl Input<'_> {
+    /// The ids of the hint and the error that describe the input.
+    fn described_by(&self) -> Option<String> {
+        let ids: Vec<String> = [
+            (self.hint.is_some(), "hint"),
+            (self.error.is_some(), "error"),
+        ]
+        .into_iter()
+        .filter(|(shown, _)| *shown)
+        .map(|(_, what)| format!("{}-{what}", self.name))
+        .collect();
+        (!ids.is_empty()).then(|| ids.join(" "))
+    }
+}
+
+/// One choice of the attestation.
+struct Radio {
+    value: &'static str,
+    label: &'static str,
+    checked: bool,
+}
+
+/// The Section 1 form (`api/templates/section1.html`).
+#[derive(Template)]
+#[template(path = "section1.html")]
+struct FormPage<'a> {
+    lang: &'static str,
+    other: &'static str,
+    title: &'static str,
+    t: &'static Text,
+    errors: &'a [(&'static str, &'static str)],
+    personal: Vec<Input<'a>>,
+    radios: Vec<Radio>,
+    attestation_error: Option<&'static str>,
+    documents: Vec<Input<'a>>,
+    agree_error: Option<&'static str>,
+    signature: Input<'a>,
+}
+
+impl<'a> FormPage<'a> {
+    /// The form showing `f`, with `errors` (field, message) beside their fields.
+    fn new(lang: Lang, f: &'a SignForm, errors: &'a [(&'static str, &'static str)]) -> Self {
+        let t = lang.text();
+        let error = |name: &str| errors.iter().find(|(e, _)| *e == name).map(|(_, m)| *m);
+        let text = |name: &'static str, label: &'static str, value: &'a str| Input {
+            name,
+            label,
+            kind: "text",
+            autocomplete: None,
+            inputmode: None,
+            maxlength: None,
+            required: false,
+            hint: None,
+            value,
+            error: error(name),
+        };
+        let required = |name, label, value, autocomplete| Input {
+            autocomplete: Some(autocomplete),
+            required: true,
+            ..text(name, label, value)
+        };
+        let personal = vec![
+            required("lastName", t.last, &f.last_name, "family-name"),
+            required("firstName", t.first, &f.first_name, "given-name"),
+            Input {
+                maxlength: Some(1),
+                ..text("middleInitial", t.middle, &f.middle_initial)
+            },
+            text("otherLastNames", t.other, &f.other_last_names),
+            required(
+                "addressStreet",
+                t.street,
+                &f.address_street,
+                "address-line1",
+            ),
+            text("addressApartment", t.apt, &f.address_apartment),
+            required("addressCity", t.city, &f.address_city, "address-level2"),
+            required("addressState", t.state, &f.address_state, "address-level1"),
+            required("addressZip", t.zip, &f.address_zip, "postal-code"),
+            required("dateOfBirth", t.dob, &f.date_of_birth, "bday"),
+            Input {
+                autocomplete: Some("off"),
+                inputmode: Some("numeric"),
+                hint: Some(t.ssn_hint),
+                ..text("socialSecurityNumber", t.ssn, &f.social_security_number)
+            },
+            Input {
+                kind: "email",
+                autocomplete: Some("email"),
+                ..text("emailAddress", t.email, &f.email_address)
+            },
+            Input {
+                kind: "tel",
+                autocomplete: Some("tel"),
+                ..text("phoneNumber", t.phone, &f.phone_number)
+            },
+        ];
+        let radios = [
+            ("citizen", t.citizen),
+            ("noncitizen national", t.national),
+            ("permanent resident", t.resident),
+            ("alien authorized to work", t.alien),
+        ]
+        .into_iter()
+        .map(|(value, label)| Radio {
+            value,
+            label,
+            checked: f.attestation == value,
+        })
+        .collect();
+        let documents = vec![
+            text("alienNumber", t.a_number, &f.alien_number),
+            text(
+                "workAuthorizationExpiration",
+                t.expires,
+                &f.work_authorization_expiration,
+            ),
+            text("admissionNumber", t.admission, &f.admission_number),
+            text(
+                "foreignPassportNumber",
+                t.passport,
+                &f.foreign_passport_number,
+            ),
+            text(
+                "foreignPassportCountry",
+                t.country,
+                &f.foreign_passport_country,
+            ),
+        ];
+        let signature = Input {
+            required: true,
+            hint: Some(t.signature_hint),
+            ..text("signature", t.signature, &f.signature)
+        };
+        Self {
+            lang: lang.code(),
+            other: lang.other().code(),
+            title: t.title,
+            t,
+            errors,
+            personal,
+            radios,
+            attestation_error: error("attestation"),
+            documents,
+            agree_error: error("agree"),
+            signature,
+        }
+    }
+}
+
+/// The form, whose signing redirects to `return_url`.
 fn form_page(
     status: StatusCode,
     lang: Lang,
-    title: &str,
-    body: &str,
+    form: &SignForm,
+    errors: &[(&'static str, &'static str)],
     return_url: Option<&str>,
 ) -> Response {
-    page_lang(
-        status,
-        if lang == Lang::Es { "es" } else { "en" },
-        title,
-        body,
-        return_url,
-    )
+    render(status, &FormPage::new(lang, form, errors), return_url)
 }
 
 pub async fn show(
@@ -303,14 +575,18 @@ pub async fn show(
         return Ok(invalid());
     };
     let lang = chosen(&q, link.lang);
-    let t = text(lang);
     if link.i9.is_none() {
-        return Ok(html(
-            StatusCode::OK,
-            lang,
-            t.title,
-            &format!("<p>{}</p>", t.preparing),
-        ));
+        let page = Preparing {
+            lang: lang.code(),
+            title: lang.text().title,
+            t: lang.text(),
+            seconds: PREPARING_RETRY_SECS,
+        };
+        let mut response = render(StatusCode::OK, &page, None);
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(PREPARING_RETRY_SECS));
+        return Ok(response);
     }
     if link.status.as_deref() != Some("Section 1 Incomplete") {
         return Ok(invalid());
@@ -318,152 +594,23 @@ pub async fn show(
     Ok(form_page(
         StatusCode::OK,
         lang,
-        t.title,
-        &form(t, lang, &link.values, &[]),
+        &link.prefill,
+        &[],
         link.return_url.as_deref(),
     ))
 }
 
-fn form(
-    t: &Text,
-    lang: Lang,
-    values: &[(&str, String)],
-    errors: &[(&'static str, &'static str)],
-) -> String {
-    let v = |k: &str| {
-        values
-            .iter()
-            .find(|(n, _)| *n == k)
-            .map(|(_, v)| escape(v))
-            .unwrap_or_default()
-    };
-    let err = |k: &str| errors.iter().find(|(f, _)| *f == k).map(|(_, m)| *m);
-    let input = |name: &str, label: &str, kind: &str, extra: &str, hint: Option<&str>| {
-        let mut described = Vec::new();
-        let hint_html = hint
-            .map(|h| {
-                described.push(format!("{name}-hint"));
-                format!("<p class=\"hint\" id=\"{name}-hint\">{h}</p>")
-            })
-            .unwrap_or_default();
-        let error_html = err(name)
-            .map(|m| {
-                described.push(format!("{name}-error"));
-                format!("<p class=\"error\" id=\"{name}-error\">{m}</p>")
-            })
-            .unwrap_or_default();
-        let aria = if described.is_empty() {
-            String::new()
-        } else {
-            format!(" aria-describedby=\"{}\"", described.join(" "))
-        };
-        let invalid = if err(name).is_some() {
-            " aria-invalid=\"true\""
-        } else {
-            ""
-        };
-        format!(
-            "<label for=\"{name}\">{label}</label>{hint_html}<input id=\"{name}\" name=\"{name}\" type=\"{kind}\" value=\"{}\"{extra}{aria}{invalid}>{error_html}",
-            v(name)
-        )
-    };
-    let checked = |k: &str, val: &str| if v(k) == val { " checked" } else { "" };
-    let summary = if errors.is_empty() {
-        String::new()
-    } else {
-        let items: String = errors
-            .iter()
-            .map(|(f, m)| format!("<li><a href=\"#{f}\">{m}</a></li>"))
-            .collect();
-        format!("<div role=\"alert\" class=\"summary\" tabindex=\"-1\"><p><strong>{}</strong></p><ul>{items}</ul></div>", t.fix)
-    };
-    let other = if lang == Lang::Es { "en" } else { "es" };
-    let attestation_error = err("attestation")
-        .map(|m| format!("<p class=\"error\" id=\"attestation-error\">{m}</p>"))
-        .unwrap_or_default();
-    let agree_error = err("agree")
-        .map(|m| format!("<p class=\"error\" id=\"agree-error\">{m}</p>"))
-        .unwrap_or_default();
-    format!(
-        "<p><a href=\"?lang={other}\" lang=\"{other}\">{other_lang}</a></p>{summary}<p>{intro}</p>\
-         <form method=\"post\" action=\"?lang={cur}\" novalidate>\
-         {last}{first}{middle}{othern}{street}{apt}{city}{state}{zip}{dob}{ssn}{email}{phone}\
-         <fieldset{att_aria}><legend>{attest}</legend>\
-         <label><input type=\"radio\" name=\"attestation\" value=\"citizen\"{c1}> {citizen}</label>\
-         <label><input type=\"radio\" name=\"attestation\" value=\"noncitizen national\"{c2}> {national}</label>\
-         <label><input type=\"radio\" name=\"attestation\" value=\"permanent resident\"{c3}> {resident}</label>\
-         <label><input type=\"radio\" name=\"attestation\" value=\"alien authorized to work\"{c4}> {alien}</label>\
-         {attestation_error}{anum}{exp}{adm}{pass}{country}</fieldset>\
-         <p><label><input type=\"checkbox\" id=\"agree\" name=\"agree\" value=\"yes\"{agree_aria}> {perjury}</label></p>{agree_error}\
-         {signature}<button type=\"submit\">{submit}</button></form>",
-        other_lang = t.other_lang,
-        intro = t.intro,
-        cur = if lang == Lang::Es { "es" } else { "en" },
-        last = input("lastName", t.last, "text", " autocomplete=\"family-name\" required", None),
-        first = input("firstName", t.first, "text", " autocomplete=\"given-name\" required", None),
-        middle = input("middleInitial", t.middle, "text", " maxlength=\"1\"", None),
-        othern = input("otherLastNames", t.other, "text", "", None),
-        street = input("addressStreet", t.street, "text", " autocomplete=\"address-line1\" required", None),
-        apt = input("addressApartment", t.apt, "text", "", None),
-        city = input("addressCity", t.city, "text", " autocomplete=\"address-level2\" required", None),
-        state = input("addressState", t.state, "text", " autocomplete=\"address-level1\" required", None),
-        zip = input("addressZip", t.zip, "text", " autocomplete=\"postal-code\" required", None),
-        dob = input("dateOfBirth", t.dob, "text", " autocomplete=\"bday\" required", None),
-        ssn = input("socialSecurityNumber", t.ssn, "text", " autocomplete=\"off\" inputmode=\"numeric\"", Some(t.ssn_hint)),
-        email = input("emailAddress", t.email, "email", " autocomplete=\"email\"", None),
-        phone = input("phoneNumber", t.phone, "tel", " autocomplete=\"tel\"", None),
-        att_aria = if err("attestation").is_some() { " aria-describedby=\"attestation-error\"" } else { "" },
-        attest = t.attest,
-        c1 = checked("attestation", "citizen"),
-        c2 = checked("attestation", "noncitizen national"),
-        c3 = checked("attestation", "permanent resident"),
-        c4 = checked("attestation", "alien authorized to work"),
-        citizen = t.citizen,
-        national = t.national,
-        resident = t.resident,
-        alien = t.alien,
-        anum = input("alienNumber", t.a_number, "text", "", None),
-        exp = input("workAuthorizationExpiration", t.expires, "text", "", None),
-        adm = input("admissionNumber", t.admission, "text", "", None),
-        pass = input("foreignPassportNumber", t.passport, "text", "", None),
-        country = input("foreignPassportCountry", t.country, "text", "", None),
-        agree_aria = if err("agree").is_some() { " aria-invalid=\"true\" aria-describedby=\"agree-error\"" } else { "" },
-        perjury = t.perjury,
-        signature = input("signature", t.signature, "text", " required", Some(t.signature_hint)),
-        submit = t.submit,
-    )
+/// The value when there is one.
+fn opt(v: &str) -> Option<&str> {
+    (!v.is_empty()).then_some(v)
 }
-
-const FIELDS: &[(&str, usize)] = &[
-    ("lastName", 40),
-    ("firstName", 40),
-    ("middleInitial", 1),
-    ("otherLastNames", 40),
-    ("addressStreet", 80),
-    ("addressApartment", 80),
-    ("addressCity", 50),
-    ("addressState", 20),
-    ("addressZip", 10),
-    ("dateOfBirth", 10),
-    ("socialSecurityNumber", 11),
-    ("emailAddress", 80),
-    ("phoneNumber", 20),
-    ("attestation", 30),
-    ("alienNumber", 12),
-    ("workAuthorizationExpiration", 10),
-    ("admissionNumber", 11),
-    ("foreignPassportNumber", 20),
-    ("foreignPassportCountry", 50),
-    ("signature", 100),
-    ("agree", 3),
-];
 
 pub async fn sign(
     State(state): State<AppState>,
     RequestId(request_id): RequestId,
     token: Result<Path<String>, PathRejection>,
     q: Result<Query<LangQuery>, QueryRejection>,
-    body: Bytes,
+    form: Result<PageForm<SignForm>, Unreadable>,
 ) -> Result<Response, ApiError> {
     let Ok(Path(token)) = token else {
         return Ok(invalid());
@@ -472,57 +619,45 @@ pub async fn sign(
         return Ok(invalid());
     };
     let lang = chosen(&q, link.lang);
-    let t = text(lang);
+    let t = lang.text();
     let Some(i9) = link
         .i9
         .filter(|_| link.status.as_deref() == Some("Section 1 Incomplete"))
     else {
         return Ok(invalid());
     };
-    let (pairs, unreadable) = crate::text::decode_form(&body);
-    let values: Vec<(&'static str, String)> = FIELDS
-        .iter()
-        .map(|(k, _)| {
-            let v = pairs
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.trim().to_owned())
-                .unwrap_or_default();
-            (*k, v)
-        })
-        .collect();
-    let get = |k: &str| {
-        values
-            .iter()
-            .find(|(n, _)| *n == k)
-            .map(|(_, v)| v.as_str())
-            .unwrap_or("")
+    let mut f = match form {
+        Ok(PageForm(f)) => f,
+        Err(why) => return Ok(unreadable_form(why, lang.code())),
     };
-    // A field that is not UTF-8 or holds NUL (text.rs) reads as empty, with this error first.
-    let mut errors: Vec<(&'static str, &'static str)> = FIELDS
-        .iter()
-        .filter(|(k, _)| unreadable.iter().any(|u| u.field == *k))
-        .map(|(k, _)| (*k, t.unreadable))
-        .collect();
-    for (k, max) in FIELDS {
-        if get(k).chars().count() > *max {
-            errors.push((k, t.too_long));
+    let mut errors: Vec<(&'static str, &'static str)> = Vec::new();
+    // A field holding NUL (text.rs) reads as empty, with this error first.
+    for (name, _, value) in f.fields_mut() {
+        *value = value.trim().to_owned();
+        if crate::text::check(value).is_err() {
+            value.clear();
+            errors.push((name, t.unreadable));
         }
     }
-    for k in [
-        "lastName",
-        "firstName",
-        "addressStreet",
-        "addressCity",
-        "addressState",
-        "addressZip",
-        "dateOfBirth",
+    for (name, max, value) in f.fields_mut() {
+        if value.chars().count() > max {
+            errors.push((name, t.too_long));
+        }
+    }
+    for (name, value) in [
+        ("lastName", &f.last_name),
+        ("firstName", &f.first_name),
+        ("addressStreet", &f.address_street),
+        ("addressCity", &f.address_city),
+        ("addressState", &f.address_state),
+        ("addressZip", &f.address_zip),
+        ("dateOfBirth", &f.date_of_birth),
     ] {
-        if get(k).is_empty() {
-            errors.push((k, t.required));
+        if value.is_empty() {
+            errors.push((name, t.required));
         }
     }
-    let dob = match get("dateOfBirth") {
+    let dob = match f.date_of_birth.as_str() {
         "" => None,
         s => match parse_date(s) {
             Ok(d) => Some(d),
@@ -532,7 +667,7 @@ pub async fn sign(
             }
         },
     };
-    let ssn = match get("socialSecurityNumber") {
+    let ssn = match f.social_security_number.as_str() {
         "" => None,
         s => match Ssn::parse(s) {
             Ok(v) => Some(v),
@@ -547,17 +682,16 @@ pub async fn sign(
         },
     };
     let today = Utc::now().date_naive();
-    let attestation = get("attestation");
     let mut expires = None;
-    match attestation {
+    match f.attestation.as_str() {
         "citizen" | "noncitizen national" => {}
         "permanent resident" => {
-            if get("alienNumber").is_empty() {
+            if f.alien_number.is_empty() {
                 errors.push(("alienNumber", t.need_a_number));
             }
         }
         "alien authorized to work" => {
-            match get("workAuthorizationExpiration") {
+            match f.work_authorization_expiration.as_str() {
                 "" | "N/A" | "n/a" => {}
                 s => match parse_date(s) {
                     Ok(d) if d < today => errors.push(("workAuthorizationExpiration", t.expired)),
@@ -565,18 +699,18 @@ pub async fn sign(
                     Err(_) => errors.push(("workAuthorizationExpiration", t.bad_date)),
                 },
             }
-            if get("workAuthorizationExpiration").is_empty() {
+            if f.work_authorization_expiration.is_empty() {
                 errors.push(("workAuthorizationExpiration", t.need_expiry));
             }
-            let passport = !get("foreignPassportNumber").is_empty()
-                && !get("foreignPassportCountry").is_empty();
-            if get("alienNumber").is_empty() && get("admissionNumber").is_empty() && !passport {
+            let passport =
+                !f.foreign_passport_number.is_empty() && !f.foreign_passport_country.is_empty();
+            if f.alien_number.is_empty() && f.admission_number.is_empty() && !passport {
                 errors.push(("alienNumber", t.need_alien_doc));
             }
         }
         _ => errors.push(("attestation", t.required)),
     }
-    if get("agree") != "yes" {
+    if f.agree != "yes" {
         errors.push(("agree", t.required));
     }
     let normal = |s: &str| {
@@ -585,24 +719,21 @@ pub async fn sign(
             .join(" ")
             .to_lowercase()
     };
-    if get("signature").is_empty() {
+    if f.signature.is_empty() {
         errors.push(("signature", t.required));
-    } else if normal(get("signature"))
-        != normal(&format!("{} {}", get("firstName"), get("lastName")))
-    {
+    } else if normal(&f.signature) != normal(&format!("{} {}", f.first_name, f.last_name)) {
         errors.push(("signature", t.sign_mismatch));
     }
     if !errors.is_empty() {
         return Ok(form_page(
             StatusCode::UNPROCESSABLE_ENTITY,
             lang,
-            t.title,
-            &form(t, lang, &values, &errors),
+            &f,
+            &errors,
             link.return_url.as_deref(),
         ));
     }
 
-    let opt = |k: &str| Some(get(k).to_owned()).filter(|v| !v.is_empty());
     let mut tx = state.pool.begin().await?;
     let used = sqlx::query("UPDATE i9_requests SET section1_used_at = now() WHERE id = $1 AND section1_used_at IS NULL")
         .bind(link.request)
@@ -622,24 +753,24 @@ pub async fn sign(
     )
     .bind(i9)
     .bind(today)
-    .bind(get("lastName"))
-    .bind(get("firstName"))
-    .bind(opt("middleInitial"))
-    .bind(opt("otherLastNames"))
-    .bind(get("addressStreet"))
-    .bind(opt("addressApartment"))
-    .bind(get("addressCity"))
-    .bind(get("addressState"))
-    .bind(get("addressZip"))
+    .bind(&f.last_name)
+    .bind(&f.first_name)
+    .bind(opt(&f.middle_initial))
+    .bind(opt(&f.other_last_names))
+    .bind(&f.address_street)
+    .bind(opt(&f.address_apartment))
+    .bind(&f.address_city)
+    .bind(&f.address_state)
+    .bind(&f.address_zip)
     .bind(dob)
-    .bind(opt("emailAddress"))
-    .bind(opt("phoneNumber"))
-    .bind(attestation)
+    .bind(opt(&f.email_address))
+    .bind(opt(&f.phone_number))
+    .bind(&f.attestation)
     .bind(expires)
-    .bind(opt("alienNumber"))
-    .bind(opt("admissionNumber"))
-    .bind(opt("foreignPassportNumber"))
-    .bind(opt("foreignPassportCountry"))
+    .bind(opt(&f.alien_number))
+    .bind(opt(&f.admission_number))
+    .bind(opt(&f.foreign_passport_number))
+    .bind(opt(&f.foreign_passport_country))
     .bind(ssn.as_ref().map(|s| state.cipher.encrypt_ssn(Purpose::I9Ssn, s)))
     .bind(ssn.as_ref().map(|s| s.last4().to_owned()))
     .execute(&mut *tx)
@@ -650,7 +781,7 @@ pub async fn sign(
     sqlx::query("INSERT INTO audit_log (action, resource_type, resource_id, request_id, detail) VALUES ('i9.section1', 'i9', $1, $2, $3)")
         .bind(i9.to_string())
         .bind(&request_id)
-        .bind(serde_json::json!({ "attestation": attestation }))
+        .bind(serde_json::json!({ "attestation": f.attestation }))
         .execute(&mut *tx)
         .await?;
     events::record_status_change(
@@ -666,11 +797,59 @@ pub async fn sign(
         .and_then(|u| header::HeaderValue::from_str(&u).ok())
     {
         Some(url) => Ok((StatusCode::SEE_OTHER, [(header::LOCATION, url)]).into_response()),
-        None => Ok(html(
-            StatusCode::OK,
-            lang,
-            t.title,
-            &format!("<p>{}</p>", t.done),
-        )),
+        None => Ok(message(lang, t.done)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_employee_typed_is_shown_escaped_and_errors_sit_by_their_fields() {
+        let typed = SignForm {
+            last_name: r#""><script>alert('x')</script>&"#.into(),
+            attestation: "citizen".into(),
+            ..SignForm::default()
+        };
+        let errors = [("lastName", ES.too_long), ("signature", ES.required)];
+        let html = FormPage::new(Lang::Es, &typed, &errors).render().unwrap();
+        assert!(!html.contains("<script"), "{html}");
+        assert!(
+            html.contains(
+                r#"value="&#34;&#62;&#60;script&#62;alert(&#39;x&#39;)&#60;/script&#62;&#38;""#
+            ),
+            "{html}"
+        );
+        assert!(html.starts_with("<!doctype html>\n<html lang=\"es\">"));
+        assert!(html.contains(r#"aria-describedby="lastName-error" aria-invalid="true"><p class="error" id="lastName-error">Es demasiado largo.</p>"#));
+        assert!(html.contains(r#"aria-describedby="signature-hint signature-error""#));
+        assert!(html.contains(r#"value="citizen" checked>"#));
+        assert_eq!(html.matches(" checked").count(), 1);
+        assert!(html.contains(r#"<a href="?lang=en" lang="en">View in English</a>"#));
+    }
+
+    #[test]
+    fn the_preparing_page_says_when_it_looks_again() {
+        for lang in [Lang::En, Lang::Es] {
+            let page = Preparing {
+                lang: lang.code(),
+                title: lang.text().title,
+                t: lang.text(),
+                seconds: PREPARING_RETRY_SECS,
+            };
+            let html = page.render().unwrap();
+            assert!(
+                html.contains(&format!(
+                    r#"<meta http-equiv="refresh" content="{PREPARING_RETRY_SECS}">"#
+                )),
+                "{html}"
+            );
+            let (before, after) = lang.text().looks_again;
+            assert!(
+                html.contains(&format!("{before} {PREPARING_RETRY_SECS} {after}")),
+                "{html}"
+            );
+        }
     }
 }

@@ -24,6 +24,7 @@ mod records;
 mod retries;
 mod section1;
 mod seed;
+mod set_password;
 mod ssn;
 mod storage;
 mod throttle;

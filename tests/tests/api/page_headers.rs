@@ -138,6 +138,15 @@ async fn section_1_pages_and_the_redirect_carry_the_security_headers() {
     bad.retain(|(k, _)| *k != "attestation");
     let r = app.http.post(&link).form(&bad).send().await.unwrap();
     page(r, 422, ats, "the form with errors").await;
+    let r = app
+        .http
+        .post(&link)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body("lastName=%FF")
+        .send()
+        .await
+        .unwrap();
+    page(r, 400, None, "a form that cannot be read").await;
 
     // The redirect to the partner: no page, so a policy that allows nothing.
     let r = app
@@ -242,6 +251,15 @@ async fn set_password_pages_carry_the_security_headers() {
         .await
         .unwrap();
     page(r, 422, None, "the form with errors").await;
+    let r = app
+        .http
+        .post(&url)
+        .header("content-type", "application/json")
+        .body("{}")
+        .send()
+        .await
+        .unwrap();
+    page(r, 400, None, "a form that cannot be read").await;
     let r = app
         .http
         .post(&url)

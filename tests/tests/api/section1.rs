@@ -1,13 +1,15 @@
 //! The Section 1 page: the form, errors beside their fields, English and
-//! Spanish, signing, the redirect to employeeReturnUrl, single use, and the
-//! partner's callback.
+//! Spanish, signing, the redirect to employeeReturnUrl, single use, the
+//! partner's callback, the page while the I-9 is being prepared, and a form
+//! that cannot be read.
 
 use i9_tests::{eventually, spawn, spawn_partner_stack, Stack, TestApp, ATS_BOT};
 use serde_json::{json, Value};
 
 const ATS: (&str, &str) = ("greenhouse-ats", "ats-secret-change-me");
 
-async fn hire(app: &TestApp, candidate: &str, language: i64) -> (i64, String) {
+/// A remote hire with a Section 1 link: the employee's id and the link.
+async fn hire_request(app: &TestApp, candidate: &str, language: i64) -> (i64, String) {
     let token = app.sign_in_with(ATS, ATS_BOT, None).await["access_token"]
         .as_str()
         .unwrap()
@@ -21,9 +23,17 @@ async fn hire(app: &TestApp, candidate: &str, language: i64) -> (i64, String) {
         .await;
     assert_eq!(r.status(), 201);
     let b: Value = r.json().await.unwrap();
-    let id = b["id"].as_i64().unwrap();
+    (
+        b["id"].as_i64().unwrap(),
+        b["i9Section1Link"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// [`hire_request`], once the worker has created the I-9.
+async fn hire(app: &TestApp, candidate: &str, language: i64) -> (i64, String) {
+    let (id, link) = hire_request(app, candidate, language).await;
     eventually("the I-9 exists", || async { app.i9_count(id).await == 1 }).await;
-    (id, b["i9Section1Link"].as_str().unwrap().to_owned())
+    (id, link)
 }
 
 fn good_form() -> Vec<(&'static str, &'static str)> {
@@ -230,4 +240,196 @@ async fn an_expired_link_does_not_open_the_form() {
             .status(),
         404
     );
+}
+
+#[tokio::test]
+async fn the_page_being_prepared_tells_the_browser_when_to_look_again() {
+    // No worker: the I-9 is never created, the link stays "being prepared".
+    let app = i9_tests::spawn_app().await;
+    let (id, link) = hire_request(&app, "cand-early", 2).await;
+    for (url, lang, says) in [
+        (
+            link.clone(),
+            "es",
+            "Esta página vuelve a cargarse en 5 segundos",
+        ),
+        (
+            format!("{link}?lang=en"),
+            "en",
+            "This page looks again in 5 seconds",
+        ),
+    ] {
+        let r = app.http.get(&url).send().await.unwrap();
+        assert_eq!(r.status(), 200, "{lang}");
+        assert_eq!(r.headers()["retry-after"], "5", "{lang}");
+        let html = r.text().await.unwrap();
+        assert!(html.contains(&format!("<html lang=\"{lang}\"")), "{html}");
+        assert!(
+            html.contains("<meta http-equiv=\"refresh\" content=\"5\">"),
+            "{html}"
+        );
+        assert!(html.contains(says), "{html}");
+        assert!(!html.contains("<form"), "no form yet: {html}");
+    }
+    // Nothing to sign yet.
+    let r = app
+        .http
+        .post(&link)
+        .form(&good_form())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+    assert_eq!(app.i9_count(id).await, 0);
+}
+
+/// The page that says the form could not be read, in `lang`.
+async fn unreadable(r: reqwest::Response, status: u16, lang: &str, what: &str) {
+    assert_eq!(r.status(), status, "{what}");
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html"),
+        "{what}"
+    );
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains(&format!("<html lang=\"{lang}\"")),
+        "{what}: {html}"
+    );
+    let title = if lang == "es" {
+        "No se pudo leer el formulario"
+    } else {
+        "The form could not be read"
+    };
+    assert!(html.contains(title), "{what}: {html}");
+}
+
+#[tokio::test]
+async fn a_form_that_cannot_be_read_is_a_400_page_in_its_language_and_signs_nothing() {
+    let app = spawn(
+        Stack {
+            jobs: true,
+            ..Stack::default()
+        },
+        |_| {},
+    )
+    .await;
+    let (id, link) = hire(&app, "cand-garbled", 2).await;
+    let good = serde_urlencoded::to_string(good_form()).unwrap();
+    let form = "application/x-www-form-urlencoded";
+    let cases: Vec<(&str, Option<&str>, Vec<u8>)> = vec![
+        (
+            "a value not UTF-8, percent-encoded",
+            Some(form),
+            format!("{good}&middleInitial=%FF").into_bytes(),
+        ),
+        (
+            "a value not UTF-8, raw",
+            Some(form),
+            [good.as_bytes(), b"&otherLastNames=D\xedaz"].concat(),
+        ),
+        (
+            "a field repeated",
+            Some(form),
+            format!("{good}&lastName=Other").into_bytes(),
+        ),
+        (
+            "a field the page does not have",
+            Some(form),
+            format!("{good}&status=Signed+Sec+1").into_bytes(),
+        ),
+        (
+            "JSON sent as a form",
+            Some(form),
+            br#"{"lastName":"Diaz","firstName":"Ana"}"#.to_vec(),
+        ),
+        (
+            "JSON",
+            Some("application/json"),
+            serde_json::to_vec(
+                &good_form()
+                    .into_iter()
+                    .collect::<std::collections::HashMap<_, _>>(),
+            )
+            .unwrap(),
+        ),
+        ("no content type", None, good.clone().into_bytes()),
+        ("text/plain", Some("text/plain"), good.clone().into_bytes()),
+        (
+            "multipart",
+            Some("multipart/form-data; boundary=x"),
+            good.clone().into_bytes(),
+        ),
+    ];
+    for (what, content_type, body) in cases {
+        let mut req = app.http.post(&link).body(body);
+        if let Some(ct) = content_type {
+            req = req.header("content-type", ct);
+        }
+        unreadable(req.send().await.unwrap(), 400, "es", what).await;
+    }
+    // In the language asked for.
+    let r = app
+        .http
+        .post(format!("{link}?lang=en"))
+        .header("content-type", form)
+        .body(format!("{good}&lastName=Other"))
+        .send()
+        .await
+        .unwrap();
+    unreadable(r, 400, "en", "a field repeated, in English").await;
+    // Over the body limit: the same page, as a 413.
+    let r = app
+        .http
+        .post(&link)
+        .header("content-type", form)
+        .body(format!("{good}&otherLastNames={}", "a".repeat(300 * 1024)))
+        .send()
+        .await
+        .unwrap();
+    unreadable(r, 413, "es", "a body over the limit").await;
+
+    // Nothing was signed, and the link still works.
+    let status: String = sqlx::query_scalar("SELECT status FROM i9s WHERE employee_id = $1")
+        .bind(id)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(status, "Section 1 Incomplete");
+    let signed: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = 'i9.section1'")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(signed, 0);
+    // A form missing a field is still read: the error sits by that field.
+    let mut missing = good_form();
+    missing.retain(|(k, _)| *k != "addressCity");
+    let r = app.http.post(&link).form(&missing).send().await.unwrap();
+    assert_eq!(r.status(), 422);
+    assert!(r
+        .text()
+        .await
+        .unwrap()
+        .contains("<p class=\"error\" id=\"addressCity-error\">Este campo es obligatorio.</p>"));
+    let r = app
+        .http
+        .post(&link)
+        .form(&good_form())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    // A used link is a used link, whatever the body.
+    let r = app
+        .http
+        .post(&link)
+        .header("content-type", form)
+        .body("lastName=%FF")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
 }

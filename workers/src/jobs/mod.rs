@@ -70,6 +70,13 @@ impl JobError {
 
 pub type JobResult = Result<(), JobError>;
 
+/// An email part from its template (`workers/templates/`). The templates are
+/// checked when built; one that fails to render would fail every attempt.
+fn render(part: &impl askama::Template) -> Result<String, JobError> {
+    part.render()
+        .map_err(|e| JobError::Fatal(anyhow::Error::new(e).context("rendering an email")))
+}
+
 pub async fn handle(ctx: &Context, env: &Envelope) -> JobResult {
     match &env.job {
         Job::CreateI9 { request_id } => create_i9::run(ctx, env.job_id, *request_id).await,

@@ -4,6 +4,7 @@
 //! Reads `users`; writes `password_set_tokens` and `processed_jobs` (the
 //! email is sent once: [`super::claim`]).
 
+use askama::Template;
 use chrono::Utc;
 use i9_common::{
     crypto::{new_token, token_hash},
@@ -11,9 +12,7 @@ use i9_common::{
 };
 use uuid::Uuid;
 
-use i9_common::html::escape;
-
-use super::{claim, JobError, JobResult};
+use super::{claim, render, JobError, JobResult};
 use crate::{mailer::Email, Context};
 
 pub const KIND: &str = "send_login_email";
@@ -54,25 +53,66 @@ async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
     .await?;
     let link = links::set_password(&ctx.config.public_base_url, &token);
     let hours = ctx.config.password_link_ttl.as_secs() / 3600;
+    let text = LoginText {
+        first_name: &first_name,
+        login: &login,
+        link: &link,
+        hours,
+    };
     let email = Email {
         to,
         subject: "Your sign-in to the I-9 records service".into(),
-        text: format!(
-            "Hello {first_name},\n\nA sign-in was created for you.\n\nLogin: {login}\n\n\
-             Choose your password here (the link works once, for {hours} hours):\n{link}\n\n\
-             If you did not expect this email, ignore it.\n"
-        ),
-        html: format!(
-            "<p>Hello {name},</p><p>A sign-in was created for you.</p><p>Login: <strong>{login_html}</strong></p>\
-             <p><a href=\"{link_html}\">Choose your password</a> (the link works once, for {hours} hours).</p>\
-             <p>If you did not expect this email, ignore it.</p>",
-            name = escape(&first_name),
-            login_html = escape(&login),
-            link_html = escape(&link),
-        ),
+        text: render(&text)?,
+        html: render(&LoginHtml { mail: &text })?,
         message_id: format!("<{job_id}@i9.invalid>"),
     };
     ctx.mailer.send(&email).await.map_err(JobError::Retryable)?;
     tracing::info!(user_id, %job_id, "login email sent");
     Ok(())
+}
+
+/// The plain-text part (`workers/templates/login_email.txt`).
+#[derive(Template)]
+#[template(path = "login_email.txt")]
+struct LoginText<'a> {
+    first_name: &'a str,
+    login: &'a str,
+    link: &'a str,
+    hours: u64,
+}
+
+/// The HTML part (`workers/templates/login_email.html`), of the same values, escaped.
+#[derive(Template)]
+#[template(path = "login_email.html")]
+struct LoginHtml<'a> {
+    mail: &'a LoginText<'a>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_is_as_written_and_the_html_escapes_the_values() {
+        let text = LoginText {
+            first_name: "Zoë <b>O'Neil</b>",
+            login: "zoe&co@mail.example",
+            link: "https://i9.example/account/set-password/pw_x?a=1&b=2",
+            hours: 72,
+        };
+        assert_eq!(
+            text.render().unwrap(),
+            "Hello Zoë <b>O'Neil</b>,\n\nA sign-in was created for you.\n\nLogin: zoe&co@mail.example\n\n\
+             Choose your password here (the link works once, for 72 hours):\n\
+             https://i9.example/account/set-password/pw_x?a=1&b=2\n\n\
+             If you did not expect this email, ignore it.\n"
+        );
+        assert_eq!(
+            LoginHtml { mail: &text }.render().unwrap(),
+            "<p>Hello Zoë &#60;b&#62;O&#39;Neil&#60;/b&#62;,</p><p>A sign-in was created for you.</p>\
+             <p>Login: <strong>zoe&#38;co@mail.example</strong></p>\
+             <p><a href=\"https://i9.example/account/set-password/pw_x?a=1&#38;b=2\">Choose your password</a> \
+             (the link works once, for 72 hours).</p><p>If you did not expect this email, ignore it.</p>"
+        );
+    }
 }

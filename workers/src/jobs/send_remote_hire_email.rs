@@ -4,15 +4,14 @@
 //! Reads `i9_requests` and `employees`; writes `processed_jobs` (the email
 //! is sent once: [`super::claim`]).
 
+use askama::Template;
 use i9_common::{
     crypto::{DecryptError, Purpose},
     links,
 };
 use uuid::Uuid;
 
-use i9_common::html::escape;
-
-use super::{claim, JobError, JobResult};
+use super::{claim, render, JobError, JobResult};
 use crate::{mailer::Email, Context};
 
 pub const KIND: &str = "send_remote_hire_email";
@@ -59,18 +58,62 @@ async fn send(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
             "Open Section 1",
         )
     };
+    let text = RemoteHireText {
+        first_name: &first_name,
+        intro,
+        action,
+        link: &link,
+    };
     let email = Email {
         to,
         subject: subject.into(),
-        text: format!("{first_name},\n\n{intro}\n\n{action}: {link}\n"),
-        html: format!(
-            "<p>{name},</p><p>{intro}</p><p><a href=\"{link_html}\">{action}</a></p>",
-            name = escape(&first_name),
-            link_html = escape(&link),
-        ),
+        text: render(&text)?,
+        html: render(&RemoteHireHtml { mail: &text })?,
         message_id: format!("<{job_id}@i9.invalid>"),
     };
     ctx.mailer.send(&email).await.map_err(JobError::Retryable)?;
     tracing::info!(%request_id, %job_id, "remote-hire email sent");
     Ok(())
+}
+
+/// The plain-text part (`workers/templates/remote_hire_email.txt`).
+#[derive(Template)]
+#[template(path = "remote_hire_email.txt")]
+struct RemoteHireText<'a> {
+    first_name: &'a str,
+    intro: &'a str,
+    action: &'a str,
+    link: &'a str,
+}
+
+/// The HTML part (`workers/templates/remote_hire_email.html`), of the same values, escaped.
+#[derive(Template)]
+#[template(path = "remote_hire_email.html")]
+struct RemoteHireHtml<'a> {
+    mail: &'a RemoteHireText<'a>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_is_as_written_and_the_html_escapes_the_values() {
+        let text = RemoteHireText {
+            first_name: "José <i>&</i>",
+            intro: "Su empleador le pide completar y firmar la Sección 1.",
+            action: "Abrir la Sección 1",
+            link: "https://i9.example/i9/section1/s1_x?a=1&b=2",
+        };
+        assert_eq!(
+            text.render().unwrap(),
+            "José <i>&</i>,\n\nSu empleador le pide completar y firmar la Sección 1.\n\n\
+             Abrir la Sección 1: https://i9.example/i9/section1/s1_x?a=1&b=2\n"
+        );
+        assert_eq!(
+            RemoteHireHtml { mail: &text }.render().unwrap(),
+            "<p>José &#60;i&#62;&#38;&#60;/i&#62;,</p><p>Su empleador le pide completar y firmar la Sección 1.</p>\
+             <p><a href=\"https://i9.example/i9/section1/s1_x?a=1&#38;b=2\">Abrir la Sección 1</a></p>"
+        );
+    }
 }
