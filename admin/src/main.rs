@@ -663,7 +663,7 @@ async fn jobs(args: JobArgs) -> anyhow::Result<()> {
         max_messages: usize::from(args.max_messages),
         ..Default::default()
     };
-    let dlq = DeadLetters::connect(&config.amqp_url, Topology::from_env(), limits).await?;
+    let dlq = DeadLetters::connect(&config.amqp_url, Topology::from_env()?, limits).await?;
     let result = match args.command {
         JobCommand::Failed { kind, limit } => {
             dlq.list(kind).await.map(|l| print_listing(&l, limit))

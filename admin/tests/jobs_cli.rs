@@ -31,7 +31,7 @@ impl Drop for Cleanup {
                         if let Ok(ch) = conn.create_channel().await {
                             let _ = topology.delete(&ch, &[]).await;
                         }
-                        let _ = conn.close(200, "test done").await;
+                        let _ = conn.close(200, "test done".into()).await;
                     }
                 });
             }
@@ -252,5 +252,5 @@ async fn an_operator_lists_replays_and_purges_failed_jobs_by_count() {
     dead_holds(0).await;
     let (ok, out, _) = admin(&prefix, &["jobs", "failed"]);
     assert!(ok && out.contains("no failed jobs"), "{out}");
-    conn.close(200, "done").await.ok();
+    conn.close(200, "done".into()).await.ok();
 }

@@ -32,9 +32,7 @@ async fn main() -> ExitCode {
     // lapin logs at ERROR what our own code reports (a refused login, a lost
     // connection, a channel the broker closed) or what is expected (a probe of
     // a queue that is not there); RUST_LOG=lapin=debug brings it back.
-    // pinky_swear (lapin's promises) warns of a promise nobody awaits when
-    // the readiness probe's connection closes at shutdown: nothing is lost.
-    telemetry::init("info,i9_api=info,tower_http=info,sqlx=warn,lapin=off,pinky_swear=off");
+    telemetry::init("info,i9_api=info,tower_http=info,sqlx=warn,lapin=off");
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -52,6 +50,7 @@ async fn main() -> ExitCode {
 async fn run(args: Args) -> anyhow::Result<()> {
     let config = Config::from_env()?;
     production::warn_at_start(&config, production::Binary::Api);
+    let topology = Topology::from_env()?;
     match i9_api::server::make_room_for_connections(&config) {
         Ok(limit) => tracing::debug!(limit, "open-file limit"),
         Err(warning) => tracing::warn!(setting = "HTTP_MAX_CONNECTIONS", "{warning}"),
@@ -62,7 +61,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let relay = (!args.no_relay).then(|| {
         tokio::spawn(relay::run(
             pool.clone(),
-            relay::RelayConfig::new(config.amqp_url.clone(), Topology::from_env()),
+            relay::RelayConfig::new(config.amqp_url.clone(), topology),
             stop_rx,
         ))
     });

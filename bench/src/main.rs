@@ -213,8 +213,8 @@ async fn delete_topology(url: &str, topology: &Topology) -> anyhow::Result<()> {
     )
     .waits();
     topology.delete(&channel, &waits).await?;
-    let _ = channel.close(200, "bench done").await;
-    let _ = conn.close(200, "bench done").await;
+    let _ = channel.close(200, "bench done".into()).await;
+    let _ = conn.close(200, "bench done".into()).await;
     Ok(())
 }
 

@@ -12,9 +12,8 @@ use lapin::{
         BasicPublishOptions, ExchangeDeclareOptions, ExchangeDeleteOptions, QueueBindOptions,
         QueueDeclareOptions, QueueDeleteOptions,
     },
-    publisher_confirm::Confirmation,
     types::{AMQPValue, FieldTable},
-    BasicProperties, Channel, Connection, ConnectionProperties, ExchangeKind,
+    BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, ExchangeKind,
 };
 
 use crate::jobs::JobKind;
@@ -45,6 +44,11 @@ pub const DEAD_REASON_HEADER: &str = "i9-reason";
 /// queues once they are empty.
 const LEGACY_RETRY_BUCKETS_SECS: [u64; 8] = [1, 5, 15, 60, 300, 900, 1800, 3600];
 
+/// The longest prefix of a [`Topology`]: an AMQP name (exchange, queue,
+/// routing key) is at most 255 bytes, and the longest name derived from the
+/// prefix (a delay queue, `<prefix>.delay.<n>ms`) adds well under 55.
+pub const MAX_PREFIX_BYTES: usize = 200;
+
 /// Names of the exchanges and queues. A prefix keeps test runs (and several
 /// deployments on one broker) apart.
 #[derive(Debug, Clone)]
@@ -59,8 +63,19 @@ impl Topology {
         }
     }
 
-    pub fn from_env() -> Self {
-        Self::new(std::env::var("AMQP_PREFIX").unwrap_or_else(|_| "i9".to_owned()))
+    /// The topology of `AMQP_PREFIX` (`i9` when unset). A prefix longer than
+    /// [`MAX_PREFIX_BYTES`] is refused: its names would not fit in AMQP.
+    pub fn from_env() -> anyhow::Result<Self> {
+        Self::checked(std::env::var("AMQP_PREFIX").unwrap_or_else(|_| "i9".to_owned()))
+    }
+
+    fn checked(prefix: String) -> anyhow::Result<Self> {
+        anyhow::ensure!(
+            prefix.len() <= MAX_PREFIX_BYTES,
+            "AMQP_PREFIX is {} bytes long; at most {MAX_PREFIX_BYTES} fit (an AMQP name is at most 255 bytes)",
+            prefix.len()
+        );
+        Ok(Self::new(prefix))
     }
 
     pub fn jobs_exchange(&self) -> String {
@@ -117,7 +132,7 @@ impl Topology {
     pub async fn declare(&self, channel: &Channel) -> anyhow::Result<()> {
         channel
             .exchange_declare(
-                &self.dead_letter_exchange(),
+                self.dead_letter_exchange().into(),
                 ExchangeKind::Fanout,
                 durable_exchange(),
                 FieldTable::default(),
@@ -125,14 +140,14 @@ impl Topology {
             .await
             .context("declaring the dead-letter exchange")?;
         channel
-            .queue_declare(&self.dead_letter_queue(), durable_queue(), quorum())
+            .queue_declare(self.dead_letter_queue().into(), durable_queue(), quorum())
             .await
             .context("declaring the dead-letter queue")?;
         channel
             .queue_bind(
-                &self.dead_letter_queue(),
-                &self.dead_letter_exchange(),
-                "",
+                self.dead_letter_queue().into(),
+                self.dead_letter_exchange().into(),
+                "".into(),
                 QueueBindOptions::default(),
                 FieldTable::default(),
             )
@@ -140,7 +155,7 @@ impl Topology {
 
         channel
             .exchange_declare(
-                &self.jobs_exchange(),
+                self.jobs_exchange().into(),
                 ExchangeKind::Direct,
                 durable_exchange(),
                 FieldTable::default(),
@@ -159,14 +174,14 @@ impl Topology {
             );
             let queue = self.queue(kind);
             channel
-                .queue_declare(&queue, durable_queue(), args)
+                .queue_declare(queue.as_str().into(), durable_queue(), args)
                 .await
                 .with_context(|| format!("declaring queue {queue}"))?;
             channel
                 .queue_bind(
-                    &queue,
-                    &self.jobs_exchange(),
-                    kind.name(),
+                    queue.as_str().into(),
+                    self.jobs_exchange().into(),
+                    kind.name().into(),
                     QueueBindOptions::default(),
                     FieldTable::default(),
                 )
@@ -190,7 +205,7 @@ impl Topology {
     ) -> anyhow::Result<()> {
         channel
             .exchange_declare(
-                &self.delay_exchange(),
+                self.delay_exchange().into(),
                 ExchangeKind::Headers,
                 durable_exchange(),
                 FieldTable::default(),
@@ -220,7 +235,7 @@ impl Topology {
             );
             let queue = self.delay_queue(*wait);
             channel
-                .queue_declare(&queue, durable_queue(), args)
+                .queue_declare(queue.as_str().into(), durable_queue(), args)
                 .await
                 .with_context(|| format!("declaring queue {queue}"))?;
             let mut binding = FieldTable::default();
@@ -231,9 +246,9 @@ impl Topology {
             );
             channel
                 .queue_bind(
-                    &queue,
-                    &self.delay_exchange(),
-                    "",
+                    queue.as_str().into(),
+                    self.delay_exchange().into(),
+                    "".into(),
                     QueueBindOptions::default(),
                     binding,
                 )
@@ -260,12 +275,12 @@ impl Topology {
         let exchange = format!("{}.retry", self.prefix);
         if let Ok(ch) = connection.create_channel().await {
             if let Err(e) = ch
-                .exchange_delete(&exchange, ExchangeDeleteOptions::default())
+                .exchange_delete(exchange.as_str().into(), ExchangeDeleteOptions::default())
                 .await
             {
                 tracing::warn!(error = %e, %exchange, "could not remove the old retry exchange");
             }
-            let _ = ch.close(200, "done").await;
+            let _ = ch.close(200, "done".into()).await;
         }
         for secs in LEGACY_RETRY_BUCKETS_SECS {
             let queue = format!("{}.retry.{secs}s", self.prefix);
@@ -277,7 +292,7 @@ impl Topology {
                 ..QueueDeclareOptions::default()
             };
             match ch
-                .queue_declare(&queue, passive, FieldTable::default())
+                .queue_declare(queue.as_str().into(), passive, FieldTable::default())
                 .await
             {
                 Err(_) => continue, // not there (the channel is closed by the broker)
@@ -285,12 +300,15 @@ impl Topology {
                     tracing::info!(%queue, waiting = q.message_count(), "an old delay queue still holds jobs; they return to their queues as they expire, and the queue is removed at a later start");
                 }
                 Ok(_) => {
-                    if let Err(e) = ch.queue_delete(&queue, QueueDeleteOptions::default()).await {
+                    if let Err(e) = ch
+                        .queue_delete(queue.as_str().into(), QueueDeleteOptions::default())
+                        .await
+                    {
                         tracing::warn!(error = %e, %queue, "could not remove an old delay queue");
                     }
                 }
             }
-            let _ = ch.close(200, "done").await;
+            let _ = ch.close(200, "done".into()).await;
         }
     }
 
@@ -298,12 +316,12 @@ impl Topology {
     pub async fn delete(&self, channel: &Channel, waits: &[Duration]) -> anyhow::Result<()> {
         for q in self.all_queues(waits) {
             channel
-                .queue_delete(&q, QueueDeleteOptions::default())
+                .queue_delete(q.into(), QueueDeleteOptions::default())
                 .await?;
         }
         for e in self.all_exchanges() {
             channel
-                .exchange_delete(&e, ExchangeDeleteOptions::default())
+                .exchange_delete(e.into(), ExchangeDeleteOptions::default())
                 .await?;
         }
         Ok(())
@@ -333,13 +351,29 @@ fn quorum() -> FieldTable {
     args
 }
 
+/// A connection on the current tokio runtime (lapin's `tokio` feature), with
+/// lapin's own reconnection off: the relay, the consumers and `i9-admin jobs`
+/// supervise their connections themselves.
 pub async fn connect(url: &str) -> anyhow::Result<Connection> {
-    let props = ConnectionProperties::default()
-        .with_executor(tokio_executor_trait::Tokio::current())
-        .with_reactor(tokio_reactor_trait::Tokio);
-    Connection::connect(url, props)
+    Connection::connect(url, ConnectionProperties::default())
         .await
         .context("connecting to RabbitMQ (AMQP_URL)")
+}
+
+/// Settle a delivery (`acker.ack`, `nack` or `reject`). lapin answers
+/// `Ok(false)` when it sent nothing: the delivery's channel is closed (the
+/// broker hands the delivery out again) or the delivery was settled already.
+/// Either is an error here, as lapin 2 reported it.
+pub async fn settle(
+    op: impl std::future::Future<Output = lapin::Result<bool>>,
+) -> anyhow::Result<()> {
+    match op.await {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(anyhow::anyhow!(
+            "not sent: the delivery's channel is closed, or it was settled already"
+        )),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Publish with `mandatory` on a channel in confirm mode and wait for the
@@ -356,8 +390,8 @@ pub async fn publish_confirmed(
     let confirm = tokio::time::timeout(
         timeout,
         channel.basic_publish(
-            exchange,
-            routing_key,
+            exchange.into(),
+            routing_key.into(),
             BasicPublishOptions {
                 mandatory: true,
                 ..Default::default()
@@ -382,5 +416,32 @@ pub async fn publish_confirmed(
         Err(_) => Err(anyhow::anyhow!(
             "the broker's confirm from {exchange} timed out"
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a test: panics are failures
+    use super::*;
+    use crate::retry::RetryPolicy;
+
+    #[test]
+    fn every_name_of_the_longest_prefix_fits_in_amqp_and_a_longer_one_is_refused() {
+        let longest = Topology::checked("p".repeat(MAX_PREFIX_BYTES)).unwrap();
+        let mut waits = RetryPolicy::JOBS.waits();
+        waits.extend(RetryPolicy::CALLBACKS.waits());
+        waits.push(Duration::from_millis(86_399_999));
+        let mut names = longest.all_queues(&waits);
+        names.extend(longest.all_exchanges());
+        names.extend(LEGACY_RETRY_BUCKETS_SECS.map(|s| format!("{}.retry.{s}s", longest.prefix)));
+        assert!(names.len() > JobKind::ALL.len() + 3);
+        for name in &names {
+            assert!(name.len() <= 255, "{name} is {} bytes", name.len());
+        }
+        let e = Topology::checked("p".repeat(MAX_PREFIX_BYTES + 1)).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "AMQP_PREFIX is 201 bytes long; at most 200 fit (an AMQP name is at most 255 bytes)"
+        );
     }
 }

@@ -173,7 +173,7 @@ pub async fn depth(channel: &Channel, queue: &str, timeout: Duration) -> anyhow:
         timeout,
         "counting its messages",
         channel.queue_declare(
-            queue,
+            queue.into(),
             QueueDeclareOptions {
                 passive: true,
                 ..Default::default()
@@ -308,7 +308,7 @@ impl DeadLetters {
         let _ = timed(
             self.limits.op_timeout,
             "closing",
-            self.connection.close(200, "done"),
+            self.connection.close(200, "done".into()),
         )
         .await;
     }
@@ -456,7 +456,7 @@ impl Scan {
             Ok(r) => r,
             Err(e) => {
                 // Closing the channel hands back what it holds.
-                let _ = timed(t, "closing", channel.close(200, "read failed")).await;
+                let _ = timed(t, "closing", channel.close(200, "read failed".into())).await;
                 return Err(e);
             }
         };
@@ -620,7 +620,7 @@ impl Scan {
             timed(
                 limits.op_timeout,
                 "acknowledging a dead message",
-                delivery.acker.ack(BasicAckOptions::default()),
+                amqp::settle(delivery.acker.ack(BasicAckOptions::default())),
             )
             .await?;
             *settled = true;
@@ -672,10 +672,10 @@ impl Scan {
             let nack = timed(
                 t,
                 "handing back a dead message",
-                delivery.acker.nack(BasicNackOptions {
+                amqp::settle(delivery.acker.nack(BasicNackOptions {
                     multiple: false,
                     requeue: true,
-                }),
+                })),
             )
             .await;
             if let Err(e) = nack {
@@ -687,7 +687,12 @@ impl Scan {
         if result.is_ok() {
             self.await_returns(t).await;
         }
-        let closed = timed(t, "closing the channel", self.channel.close(200, "done")).await;
+        let closed = timed(
+            t,
+            "closing the channel",
+            self.channel.close(200, "done".into()),
+        )
+        .await;
         result.and(closed)
     }
 }
@@ -714,8 +719,8 @@ async fn read(
         t,
         "reading the dead-letter queue",
         channel.basic_consume(
-            queue,
-            &tag,
+            queue.into(),
+            tag.as_str().into(),
             BasicConsumeOptions::default(),
             FieldTable::default(),
         ),
@@ -744,7 +749,7 @@ async fn read(
     let cancelled = timed(
         t,
         "ending the read",
-        channel.basic_cancel(&tag, BasicCancelOptions::default()),
+        channel.basic_cancel(tag.into(), BasicCancelOptions::default()),
     )
     .await;
     if let Some(e) = failed {

@@ -23,8 +23,8 @@ use std::time::Duration;
 use anyhow::{anyhow, Context};
 use lapin::{
     options::{BasicPublishOptions, ConfirmSelectOptions},
-    publisher_confirm::Confirmation,
-    BasicProperties, Channel, Connection,
+    types::ShortString,
+    BasicProperties, Channel, Confirmation, Connection,
 };
 use sqlx::{postgres::PgListener, PgPool};
 use tokio::sync::watch;
@@ -218,9 +218,15 @@ async fn publish_batch(
             .with_delivery_mode(2)
             .with_content_type("application/json".into())
             .with_message_id(job_id.to_string().into());
+        // A kind no AMQP routing key can carry (over 255 bytes) fails its row
+        // here: a `ShortString` from it would panic.
+        let Ok(routing_key) = ShortString::try_new(kind.as_str()) else {
+            failed.push((*id, "its kind is too long for a routing key".into()));
+            continue;
+        };
         let publish = channel.basic_publish(
-            &exchange,
-            kind,
+            exchange.as_str().into(),
+            routing_key,
             BasicPublishOptions {
                 mandatory: true,
                 ..Default::default()

@@ -142,7 +142,7 @@ pub async fn wait_for_rabbitmq(url: &str, deadline: Instant) -> anyhow::Result<(
     target
         .wait(deadline, || async {
             let conn = crate::amqp::connect(url).await?;
-            let _ = conn.close(200, "start-up check").await;
+            let _ = conn.close(200, "start-up check".into()).await;
             Ok(())
         })
         .await
@@ -204,8 +204,8 @@ fn rabbitmq_refusal(e: &anyhow::Error) -> Option<Refusal> {
     use lapin::protocol::{AMQPErrorKind, AMQPHardError, AMQPSoftError};
     e.chain()
         .filter_map(|c| c.downcast_ref::<lapin::Error>())
-        .any(|e| match e {
-            lapin::Error::ProtocolError(amqp) => matches!(
+        .any(|e| match e.kind() {
+            lapin::ErrorKind::ProtocolError(amqp) => matches!(
                 amqp.kind(),
                 AMQPErrorKind::Soft(AMQPSoftError::ACCESSREFUSED)
                     | AMQPErrorKind::Hard(AMQPHardError::NOTALLOWED)

@@ -332,7 +332,7 @@ impl Drop for TestApp {
                         if let Ok(ch) = conn.create_channel().await {
                             let _ = topology.delete(&ch, &waits).await;
                         }
-                        let _ = conn.close(200, "test done").await;
+                        let _ = conn.close(200, "test done".into()).await;
                     }
                 });
             }
@@ -377,7 +377,7 @@ impl TestApp {
             let ch = conn.create_channel().await.expect("channel");
             let declared = ch
                 .queue_declare(
-                    q,
+                    q.as_str().into(),
                     lapin::options::QueueDeclareOptions {
                         passive: true,
                         ..Default::default()
@@ -387,7 +387,7 @@ impl TestApp {
                 .await;
             depths.push(declared.map(|d| d.message_count()).unwrap_or(0));
         }
-        conn.close(200, "counted").await.ok();
+        conn.close(200, "counted".into()).await.ok();
         depths
     }
 

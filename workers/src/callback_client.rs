@@ -14,9 +14,12 @@
 //!   that could answer differently);
 //! - no proxy is used, whatever `HTTP_PROXY`/`HTTPS_PROXY`/`ALL_PROXY` say: a
 //!   proxy would resolve the name again and connect wherever it likes;
-//! - redirects are not followed, and the whole exchange is bounded.
+//! - redirects are not followed, and the whole exchange is bounded;
+//! - TLS is rustls with the ring provider, trusting the Mozilla root
+//!   certificates built into the binary (webpki-roots), whatever the host's
+//!   certificate store holds.
 
-use std::{net::SocketAddr, time::Duration};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use i9_common::destination::{self, UrlProblem};
 
@@ -105,7 +108,9 @@ pub async fn connect(
         })
     })?;
     let port = parsed.port_or_known_default().unwrap_or(443);
+    let tls = tls_config().map_err(|e| Attempt::Failed(format!("TLS settings: {e}")))?;
     let mut builder = reqwest::Client::builder()
+        .tls_backend_preconfigured(tls)
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(TIMEOUT);
@@ -136,4 +141,46 @@ pub async fn connect(
         .build()
         .map_err(|e| Attempt::Failed(format!("HTTP client: {e}")))?;
     Ok((parsed, client))
+}
+
+/// The TLS settings of a callback: rustls with the ring provider (the crypto
+/// of every other TLS client of the service), the built-in Mozilla roots,
+/// TLS 1.2 and 1.3, HTTP/1.1. Given to reqwest whole, so its choice does not
+/// depend on a process-wide default provider.
+fn tls_config() -> Result<rustls::ClientConfig, rustls::Error> {
+    let roots = rustls::RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    };
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a test: panics are failures
+    use super::*;
+
+    #[test]
+    fn callbacks_use_ring_the_built_in_roots_and_http_1_1() {
+        let config = tls_config().unwrap();
+        let ring = rustls::crypto::ring::default_provider();
+        let groups = |p: &rustls::crypto::CryptoProvider| {
+            p.kx_groups.iter().map(|g| g.name()).collect::<Vec<_>>()
+        };
+        let suites = |p: &rustls::crypto::CryptoProvider| {
+            p.cipher_suites
+                .iter()
+                .map(|s| s.suite())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(groups(config.crypto_provider()), groups(&ring));
+        assert_eq!(suites(config.crypto_provider()), suites(&ring));
+        assert_eq!(config.alpn_protocols, vec![b"http/1.1".to_vec()]);
+    }
 }

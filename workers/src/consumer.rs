@@ -108,7 +108,7 @@ pub async fn run(
             Ok(t) => t,
             Err(e) => {
                 tracing::warn!(error = %format!("{e:#}"), ?backoff, "worker setup failed; reconnecting");
-                let _ = connection.close(200, "setup failed").await;
+                let _ = connection.close(200, "setup failed".into()).await;
                 tokio::select! {
                     _ = tokio::time::sleep(backoff) => {}
                     _ = shutdown.changed() => return Ok(()),
@@ -141,13 +141,13 @@ pub async fn run(
             if !failed {
                 tracing::warn!(%error, "consumer stopped; reconnecting once the jobs in hand finish");
                 failed = true;
-                let _ = connection.close(320, "reconnecting").await;
+                let _ = connection.close(320, "reconnecting".into()).await;
             }
         }
         if let Some(w) = watchdog {
             w.abort();
         }
-        let _ = connection.close(200, "worker stopping").await;
+        let _ = connection.close(200, "worker stopping".into()).await;
         if !failed {
             return Ok(());
         }
@@ -163,7 +163,7 @@ async fn start_consumers(
     let ch = connection.create_channel().await?;
     config.topology.declare(&ch).await?;
     config.topology.declare_delays(&ch, &config.waits()).await?;
-    let _ = ch.close(200, "declared").await;
+    let _ = ch.close(200, "declared".into()).await;
     config.topology.remove_legacy(connection).await;
     let mut tasks = tokio::task::JoinSet::new();
     for kind in &config.kinds {
@@ -200,7 +200,7 @@ async fn warn_unconsumed(channel: Channel, topology: Topology, every: Duration) 
                 ..QueueDeclareOptions::default()
             };
             let Ok(q) = channel
-                .queue_declare(&queue, passive, FieldTable::default())
+                .queue_declare(queue.as_str().into(), passive, FieldTable::default())
                 .await
             else {
                 return; // the connection is going; the next one checks again
@@ -262,8 +262,8 @@ async fn consume(
     let queue = config.topology.queue(kind);
     let consumer = channel
         .basic_consume(
-            &queue,
-            &format!("{}-{}", kind.name(), uuid::Uuid::new_v4().simple()),
+            queue.as_str().into(),
+            format!("{}-{}", kind.name(), uuid::Uuid::new_v4().simple()).into(),
             BasicConsumeOptions::default(),
             FieldTable::default(),
         )
@@ -277,7 +277,7 @@ async fn consume(
         async move {
             let _ = shutdown.wait_for(|stop| *stop).await;
             let _ = channel
-                .basic_cancel(tag.as_str(), BasicCancelOptions::default())
+                .basic_cancel(tag, BasicCancelOptions::default())
                 .await;
         }
     };
@@ -416,7 +416,7 @@ async fn process(
     match parked {
         Ok(()) => timed(
             "ack",
-            tokio::time::timeout(io, d.acker.ack(BasicAckOptions::default())).await,
+            tokio::time::timeout(io, amqp::settle(d.acker.ack(BasicAckOptions::default()))).await,
         ),
         Err(err) => {
             // Could not park it: hand it back (RabbitMQ's delivery limit bounds
@@ -424,8 +424,11 @@ async fn process(
             tracing::warn!(kind = kind.name(), %job_id, error = %format!("{err:#}"), "could not park the job; requeueing it");
             timed(
                 "reject",
-                tokio::time::timeout(io, d.acker.reject(BasicRejectOptions { requeue: true }))
-                    .await,
+                tokio::time::timeout(
+                    io,
+                    amqp::settle(d.acker.reject(BasicRejectOptions { requeue: true })),
+                )
+                .await,
             )
         }
     }
@@ -433,7 +436,7 @@ async fn process(
 
 fn timed(
     what: &'static str,
-    r: Result<Result<(), lapin::Error>, tokio::time::error::Elapsed>,
+    r: Result<anyhow::Result<()>, tokio::time::error::Elapsed>,
 ) -> anyhow::Result<()> {
     match r {
         Ok(r) => r.map_err(|e| anyhow!("{what}: {e}")),

@@ -125,9 +125,7 @@ async fn main() -> ExitCode {
     // lapin logs at ERROR what our own code reports (a lost connection, a
     // channel the broker closed) or what is expected (a probe of a queue that
     // is not there); RUST_LOG=lapin=debug brings it back.
-    // pinky_swear (lapin's promises) warns of a promise nobody awaits when
-    // a connection closes at shutdown: nothing is lost.
-    telemetry::init("info,sqlx=warn,lapin=off,pinky_swear=off");
+    telemetry::init("info,sqlx=warn,lapin=off");
     match run(args).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -164,7 +162,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     // stops the start at once, before any wait.
     let mailer = Mailer::from_config(&config)?;
     production::warn_at_start(&config, production::Binary::Worker);
-    let topology = Topology::from_env();
+    let topology = Topology::from_env()?;
     let (pool, registration) = startup::prepare(&config, "i9-worker").await?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
 

@@ -129,7 +129,7 @@ impl BrokerCheck {
             return false;
         };
         let declare = channel.exchange_declare(
-            PROBE_EXCHANGE,
+            PROBE_EXCHANGE.into(),
             ExchangeKind::Direct,
             ExchangeDeclareOptions {
                 passive: true,

@@ -116,7 +116,13 @@ impl Broker {
         };
         let confirm = self
             .ch
-            .basic_publish(exchange, key, BasicPublishOptions::default(), body, props)
+            .basic_publish(
+                exchange.into(),
+                key.into(),
+                BasicPublishOptions::default(),
+                body,
+                props,
+            )
             .await
             .unwrap()
             .await
@@ -130,7 +136,7 @@ impl Broker {
         for _ in 0..600 {
             if let Some(m) = self
                 .ch
-                .basic_get(&queue, BasicGetOptions::default())
+                .basic_get(queue.as_str().into(), BasicGetOptions::default())
                 .await
                 .unwrap()
             {
@@ -197,7 +203,7 @@ impl Drop for Broker {
                         if let Ok(ch) = conn.create_channel().await {
                             let _ = topology.delete(&ch, &[]).await;
                         }
-                        let _ = conn.close(200, "test done").await;
+                        let _ = conn.close(200, "test done".into()).await;
                     }
                 });
             }
@@ -577,9 +583,9 @@ async fn replaying_a_callback_clears_its_dead_mark_only_once_the_broker_took_it(
     // The callback queue is off the exchange: the broker returns the replay.
     let queue = b.topology.queue(JobKind::PostStatusCallback);
     b.ch.queue_unbind(
-        &queue,
-        &b.topology.jobs_exchange(),
-        "post_status_callback",
+        queue.as_str().into(),
+        b.topology.jobs_exchange().into(),
+        "post_status_callback".into(),
         FieldTable::default(),
     )
     .await
@@ -601,9 +607,9 @@ async fn replaying_a_callback_clears_its_dead_mark_only_once_the_broker_took_it(
     );
 
     b.ch.queue_bind(
-        &queue,
-        &b.topology.jobs_exchange(),
-        "post_status_callback",
+        queue.as_str().into(),
+        b.topology.jobs_exchange().into(),
+        "post_status_callback".into(),
         QueueBindOptions::default(),
         FieldTable::default(),
     )

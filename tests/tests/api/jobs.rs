@@ -221,8 +221,8 @@ async fn remote_hire_sends_exactly_one_email_with_the_section1_link_even_when_de
     let ch = conn.create_channel().await.unwrap();
     for _ in 0..2 {
         ch.basic_publish(
-            &app.topology.jobs_exchange(),
-            "send_remote_hire_email",
+            app.topology.jobs_exchange().into(),
+            "send_remote_hire_email".into(),
             BasicPublishOptions::default(),
             payload.to_string().as_bytes(),
             BasicProperties::default(),
@@ -379,8 +379,10 @@ async fn a_worker_that_dies_before_acknowledging_gets_the_job_again_and_it_takes
         ch.basic_qos(1, BasicQosOptions::default()).await.unwrap();
         let mut consumer = ch
             .basic_consume(
-                &app.topology.queue(i9_common::jobs::JobKind::CreateI9),
-                "doomed",
+                app.topology
+                    .queue(i9_common::jobs::JobKind::CreateI9)
+                    .into(),
+                "doomed".into(),
                 BasicConsumeOptions::default(),
                 FieldTable::default(),
             )
@@ -396,7 +398,7 @@ async fn a_worker_that_dies_before_acknowledging_gets_the_job_again_and_it_takes
         let ctx = i9_workers::Context::new((*app.config).clone(), app.pool().clone()).unwrap();
         i9_workers::jobs::handle(&ctx, &env).await.unwrap();
         assert_eq!(app.i9_count(id).await, 1, "the work is done");
-        conn.close(320, "worker died").await.ok(); // no ack
+        conn.close(320, "worker died".into()).await.ok(); // no ack
     }
 
     // A healthy worker starts: the job comes back, and changes nothing.
@@ -489,9 +491,9 @@ async fn a_job_the_broker_cannot_route_stays_in_the_outbox_until_it_can() {
     let ch = conn.create_channel().await.unwrap();
     let queue = app.topology.queue(i9_common::jobs::JobKind::CreateI9);
     ch.queue_unbind(
-        &queue,
-        &app.topology.jobs_exchange(),
-        "create_i9",
+        queue.as_str().into(),
+        app.topology.jobs_exchange().into(),
+        "create_i9".into(),
         FieldTable::default(),
     )
     .await
@@ -520,6 +522,48 @@ async fn a_job_the_broker_cannot_route_stays_in_the_outbox_until_it_can() {
         || async { i9_of(&app, id).await.is_some() },
     )
     .await;
+}
+
+#[tokio::test]
+async fn a_job_whose_kind_no_routing_key_can_carry_fails_its_row_and_the_relay_goes_on() {
+    let app = spawn_stack().await;
+    let token = app.token(ADMIN).await;
+    // AMQP routing keys are at most 255 bytes.
+    let bad = uuid::Uuid::new_v4();
+    sqlx::query("INSERT INTO job_outbox (job_id, kind, payload) VALUES ($1, $2, '{}')")
+        .bind(bad)
+        .bind("k".repeat(300))
+        .execute(app.pool())
+        .await
+        .unwrap();
+    eventually("the row records why it is not published", || async {
+        sqlx::query_scalar::<_, Option<String>>(
+            "SELECT last_error FROM job_outbox WHERE job_id = $1",
+        )
+        .bind(bad)
+        .fetch_one(app.pool())
+        .await
+        .unwrap()
+        .as_deref()
+            == Some("its kind is too long for a routing key")
+    })
+    .await;
+    // The relay goes on: a job written after it takes effect.
+    let mut body = hire("Long", "Kind", "longkind@mail.example");
+    body["createI9"] = json!("yes");
+    let id = post(&app, &token, body).await["id"].as_i64().unwrap();
+    eventually("the next job takes effect", || async {
+        i9_of(&app, id).await.is_some()
+    })
+    .await;
+    let unpublished: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM job_outbox WHERE published_at IS NULL AND job_id = $1",
+    )
+    .bind(bad)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(unpublished, 1, "the bad row stays unpublished");
 }
 
 #[tokio::test]
@@ -568,7 +612,9 @@ async fn stopping_a_worker_finishes_the_job_in_hand() {
     let ch = conn.create_channel().await.unwrap();
     let q = ch
         .queue_declare(
-            &app.topology.queue(i9_common::jobs::JobKind::SendLoginEmail),
+            app.topology
+                .queue(i9_common::jobs::JobKind::SendLoginEmail)
+                .into(),
             lapin::options::QueueDeclareOptions {
                 passive: true,
                 ..Default::default()
@@ -643,8 +689,8 @@ async fn a_login_email_job_delivered_twice_sends_one_email() {
         .unwrap();
     let ch = conn.create_channel().await.unwrap();
     ch.basic_publish(
-        &app.topology.jobs_exchange(),
-        "send_login_email",
+        app.topology.jobs_exchange().into(),
+        "send_login_email".into(),
         BasicPublishOptions::default(),
         payload.to_string().as_bytes(),
         BasicProperties::default(),

@@ -52,8 +52,8 @@ async fn publish_copies(app: &TestApp, kind: JobKind, payload: &Value, copies: u
     let ch = conn.create_channel().await.unwrap();
     for _ in 0..copies {
         ch.basic_publish(
-            &app.topology.jobs_exchange(),
-            kind.name(),
+            app.topology.jobs_exchange().into(),
+            kind.name().into(),
             BasicPublishOptions::default(),
             payload.to_string().as_bytes(),
             BasicProperties::default().with_delivery_mode(2),
@@ -63,7 +63,7 @@ async fn publish_copies(app: &TestApp, kind: JobKind, payload: &Value, copies: u
         .await
         .unwrap();
     }
-    conn.close(200, "published").await.ok();
+    conn.close(200, "published".into()).await.ok();
 }
 
 /// Wait until no copy of any job waits in a queue, then stop the worker

@@ -343,7 +343,7 @@ async fn a_worker_removes_the_retry_topology_of_older_releases() {
         app.topology.jobs_exchange().trim_end_matches(".jobs")
     );
     ch.exchange_declare(
-        &old_exchange,
+        old_exchange.as_str().into(),
         ExchangeKind::Headers,
         ExchangeDeclareOptions {
             durable: true,
@@ -363,7 +363,7 @@ async fn a_worker_removes_the_retry_topology_of_older_releases() {
     for secs in [1, 5] {
         let queue = format!("{old_exchange}.{secs}s");
         ch.queue_declare(
-            &queue,
+            queue.as_str().into(),
             QueueDeclareOptions {
                 durable: true,
                 ..Default::default()
@@ -379,9 +379,9 @@ async fn a_worker_removes_the_retry_topology_of_older_releases() {
             AMQPValue::LongString(secs.to_string().as_str().into()),
         );
         ch.queue_bind(
-            &queue,
-            &old_exchange,
-            "",
+            queue.as_str().into(),
+            old_exchange.as_str().into(),
+            "".into(),
             QueueBindOptions::default(),
             binding,
         )
@@ -397,7 +397,7 @@ async fn a_worker_removes_the_retry_topology_of_older_releases() {
         };
         let exchange_gone = probe
             .exchange_declare(
-                &old_exchange,
+                old_exchange.as_str().into(),
                 ExchangeKind::Headers,
                 passive,
                 FieldTable::default(),
@@ -413,7 +413,7 @@ async fn a_worker_removes_the_retry_topology_of_older_releases() {
             };
             queues_gone &= probe
                 .queue_declare(
-                    &format!("{old_exchange}.{secs}s"),
+                    format!("{old_exchange}.{secs}s").into(),
                     passive,
                     FieldTable::default(),
                 )
@@ -423,5 +423,5 @@ async fn a_worker_removes_the_retry_topology_of_older_releases() {
         queues_gone
     })
     .await;
-    conn.close(200, "done").await.ok();
+    conn.close(200, "done".into()).await.ok();
 }
