@@ -24,7 +24,10 @@ WORKDIR /src
 # resolve the workspace, migrations/ is read by sqlx::migrate!, and
 # common/src/seed.rs include_str!s fixtures/org.json (`i9-admin seed` refuses
 # its published passwords and secrets outside APP_ENV=development).
-# .dockerignore keeps target/, .git/ and mail-out/ out of the context.
+# .dockerignore keeps target/, .git/ and mail-out/ out of the context. The
+# build reaches no database: the sqlx::query! macros are checked against the
+# committed offline data in .sqlx/, as .cargo/config.toml (SQLX_OFFLINE=true)
+# says; both come in with the rest.
 COPY . .
 
 # BuildKit cache mounts keep the crate registry and target/ between builds.

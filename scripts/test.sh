@@ -28,6 +28,11 @@ mkdir -p "$I9_TEST_LOG_DIR"
 
 cargo test --workspace --locked "$@"
 
+# The contract check (scripts/contract.sh): schemathesis against the document
+# the API serves; its API's log goes under I9_TEST_LOG_DIR for the scan below.
+# A filtered run (arguments given) skips it.
+[ "$#" -eq 0 ] && scripts/contract.sh
+
 # A filtered run (arguments given) may log nothing; the whole run must.
 require=()
 [ "$#" -eq 0 ] && require=(--require-lines)

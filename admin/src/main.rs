@@ -131,10 +131,15 @@ enum CallbackCommand {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    // Read once, whatever the command; a command that needs none (openapi)
+    // runs with settings that do not read.
+    let config = Config::from_env();
+    let log = config.as_ref().map(|c| c.log.clone()).unwrap_or_default();
     // lapin logs its own connection teardown at exit as errors; the commands
     // report what failed themselves.
-    telemetry::init("warn,lapin=off");
-    match run().await {
+    telemetry::init(&log, "warn,lapin=off");
+    match run(cli, config).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -153,11 +158,10 @@ async fn check_keys(pool: &sqlx::PgPool, config: &Config) -> anyhow::Result<()> 
     Ok(())
 }
 
-async fn run() -> anyhow::Result<()> {
-    let cli = Cli::parse();
+async fn run(cli: Cli, config: anyhow::Result<Config>) -> anyhow::Result<()> {
     match cli.command {
         Command::Migrate => {
-            let config = Config::from_env()?;
+            let config = config?;
             db::migrate(&config).await?;
             let pool = db::connect(&config).await?;
             check_keys(&pool, &config).await?;
@@ -168,7 +172,7 @@ async fn run() -> anyhow::Result<()> {
             rotate_secrets,
             overlap,
         } => {
-            let config = Config::from_env()?;
+            let config = config?;
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
             let org = seed::parse(&text)?;
@@ -209,25 +213,25 @@ async fn run() -> anyhow::Result<()> {
             }
         }
         Command::Rekey { batch_size } => {
-            let config = Config::from_env()?;
+            let config = config?;
             let pool = db::connect(&config).await?;
             check_keys(&pool, &config).await?;
             run_rekey(&pool, &DataCipher::from_config(&config), batch_size).await?;
         }
         Command::Keys(KeysCommand::Status) => {
-            let config = Config::from_env()?;
+            let config = config?;
             let pool = db::connect(&config).await?;
             let cipher = DataCipher::from_config(&config);
             print_key_status(&key_usage::status(&pool, &cipher).await?, &cipher);
         }
         Command::Partners(cmd) => {
-            let config = Config::from_env()?;
+            let config = config?;
             let pool = db::connect(&config).await?;
             check_keys(&pool, &config).await?;
             partners(&pool, &DataCipher::from_config(&config), cmd).await?;
         }
         Command::Callbacks(cmd) => {
-            let config = Config::from_env()?;
+            let config = config?;
             let pool = db::connect(&config).await?;
             match cmd {
                 CallbackCommand::Failed => {
@@ -271,7 +275,7 @@ async fn run() -> anyhow::Result<()> {
                 }
             }
         }
-        Command::Jobs(args) => jobs(args).await?,
+        Command::Jobs(args) => jobs(args, config?).await?,
         Command::Openapi => {
             println!(
                 "{}",
@@ -515,6 +519,12 @@ fn key_list(p: &LiveProcess, ring: Ring) -> String {
 
 // `i9-admin partners`.
 
+/// An OAuth client, and whether it is a partner (has a signing secret).
+struct ClientRow {
+    id: i64,
+    partner: bool,
+}
+
 async fn partners(
     pool: &sqlx::PgPool,
     cipher: &DataCipher,
@@ -525,13 +535,15 @@ async fn partners(
         | PartnerCommand::EndOverlap { client_id } => client_id.clone(),
     };
     let mut tx = pool.begin().await?;
-    let client: Option<(i64, bool)> = sqlx::query_as(
-        "SELECT id, signing_secret_ciphertext IS NOT NULL FROM oauth_clients WHERE client_id = $1",
+    let client = sqlx::query_as!(
+        ClientRow,
+        r#"SELECT id, signing_secret_ciphertext IS NOT NULL AS "partner!"
+         FROM oauth_clients WHERE client_id = $1"#,
+        client_id,
     )
-    .bind(&client_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((id, partner)) = client else {
+    let Some(ClientRow { id, partner }) = client else {
         anyhow::bail!("no client {client_id:?}");
     };
     anyhow::ensure!(
@@ -657,13 +669,13 @@ fn parse_kind(s: &str) -> Result<JobKind, String> {
     })
 }
 
-async fn jobs(args: JobArgs) -> anyhow::Result<()> {
-    let config = Config::from_env()?;
+async fn jobs(args: JobArgs, config: Config) -> anyhow::Result<()> {
     let limits = dead_letters::Limits {
         max_messages: usize::from(args.max_messages),
         ..Default::default()
     };
-    let dlq = DeadLetters::connect(&config.amqp_url, Topology::from_env()?, limits).await?;
+    let dlq =
+        DeadLetters::connect(&config.amqp_url, Topology::from_config(&config), limits).await?;
     let result = match args.command {
         JobCommand::Failed { kind, limit } => {
             dlq.list(kind).await.map(|l| print_listing(&l, limit))

@@ -11,6 +11,7 @@ use i9_common::{
     jobs::{Envelope, Job, JobKind, ENVELOPE_VERSION},
 };
 use i9_tests::{amqp_url, eventually};
+use secrecy::ExposeSecret;
 use uuid::Uuid;
 
 const T: Duration = Duration::from_secs(10);
@@ -43,7 +44,7 @@ impl Drop for Cleanup {
 fn admin(prefix: &str, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_i9-admin"))
         .args(args)
-        .env("AMQP_URL", amqp_url())
+        .env("AMQP_URL", amqp_url().expose_secret())
         .env("AMQP_PREFIX", prefix)
         // Replaying no callback, the database is never used: one that does not exist.
         .env("DATABASE_URL", "postgres://postgres@127.0.0.1:1/none")

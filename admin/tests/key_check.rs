@@ -13,6 +13,7 @@ use i9_common::{
     seed,
 };
 use i9_tests::{fixture, fixture_path, TestDb};
+use secrecy::ExposeSecret;
 
 /// Valid keys (32 bytes each), but not the development keys the tests write with.
 const OTHER_DATA_KEY: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
@@ -24,12 +25,12 @@ fn dev() -> DataCipher {
 
 fn with_data_key(key: [u8; 32]) -> DataCipher {
     let c = i9_common::Config::for_tests("");
-    DataCipher::new(&key, c.ssn_hash_keys.current().1)
+    DataCipher::new(&key, c.ssn_hash_keys.current().1.expose_secret())
 }
 
 fn with_hash_key(key: &[u8]) -> DataCipher {
     let c = i9_common::Config::for_tests("");
-    DataCipher::new(c.data_keys.current().1, key)
+    DataCipher::new(&c.data_keys.current().1.expose_secret().0, key)
 }
 
 const WRONG_DATA_KEY: &str =

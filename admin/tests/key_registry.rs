@@ -426,14 +426,20 @@ async fn keys_status_counts_the_values_under_each_key_and_lists_the_live_process
 #[tokio::test]
 async fn a_registration_renews_its_heartbeat_comes_back_when_deleted_and_ends_with_its_row() {
     let db = TestDb::new().await;
-    let cipher = DataCipher::from_config(&Config::for_tests(&db.url));
+    let config = Config::for_tests(&db.url);
+    let cipher = DataCipher::from_config(&config);
     key_check::verify_or_record(&db.pool, &cipher)
         .await
         .unwrap();
-    let registration =
-        Registration::start(&db.pool, "i9-worker", &cipher, Duration::from_millis(50))
-            .await
-            .unwrap();
+    let registration = Registration::start(
+        &db.pool,
+        "i9-worker",
+        &config.host_name,
+        &cipher,
+        Duration::from_millis(50),
+    )
+    .await
+    .unwrap();
     let row: (String, i64, i64, Vec<i64>, i64, Vec<i64>) = sqlx::query_as(
         "SELECT binary_name, pid, data_key_id, data_key_ids, hash_key_id, hash_key_ids
          FROM processes",

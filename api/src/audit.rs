@@ -1,6 +1,8 @@
-//! The audit log: every write, every read of a full social security number,
-//! and every search by one.
+//! The audit entries of reads: every read of a full social security number,
+//! and every search by one. Writes audit themselves in their operation
+//! (`i9_common::models`), which also holds how an entry is written.
 
+use i9_common::models::audit::{self, Entry};
 use sqlx::PgExecutor;
 
 use crate::auth::Caller;
@@ -12,22 +14,7 @@ pub async fn record_ssn_reads<'e>(
     resource_type: &str,
     resource_ids: &[i64],
 ) -> Result<(), sqlx::Error> {
-    if resource_ids.is_empty() {
-        return Ok(());
-    }
-    let ids: Vec<String> = resource_ids.iter().map(i64::to_string).collect();
-    sqlx::query(
-        "INSERT INTO audit_log (user_id, client_id, action, resource_type, resource_id, request_id)
-         SELECT $1, $2, 'ssn.read', $3, unnest($4::TEXT[]), $5",
-    )
-    .bind(caller.user_id)
-    .bind(caller.client_id)
-    .bind(resource_type)
-    .bind(&ids)
-    .bind(&caller.request_id)
-    .execute(db)
-    .await?;
-    Ok(())
+    audit::record_each(db, &caller.actor(), "ssn.read", resource_type, resource_ids).await
 }
 
 /// Record that `caller` searched employees by social security number and
@@ -37,17 +24,9 @@ pub async fn record_ssn_search<'e>(
     caller: &Caller,
     matched: i64,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO audit_log (user_id, client_id, action, resource_type, request_id, detail)
-         VALUES ($1, $2, 'ssn.search', 'employee', $3, jsonb_build_object('matched', $4::BIGINT))",
-    )
-    .bind(caller.user_id)
-    .bind(caller.client_id)
-    .bind(&caller.request_id)
-    .bind(matched)
-    .execute(db)
-    .await?;
-    Ok(())
+    let entry = Entry::about_none("ssn.search", "employee")
+        .detail(serde_json::json!({ "matched": matched }));
+    audit::record(db, &caller.actor(), entry).await
 }
 
 /// Record that a write by `caller` was refused because `holder` already has
@@ -58,15 +37,10 @@ pub async fn record_ssn_conflict<'e>(
     caller: &Caller,
     holder: i64,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO audit_log (user_id, client_id, action, resource_type, resource_id, request_id)
-         VALUES ($1, $2, 'ssn.conflict', 'employee', $3, $4)",
+    audit::record(
+        db,
+        &caller.actor(),
+        Entry::new("ssn.conflict", "employee", holder),
     )
-    .bind(caller.user_id)
-    .bind(caller.client_id)
-    .bind(holder.to_string())
-    .bind(&caller.request_id)
-    .execute(db)
-    .await?;
-    Ok(())
+    .await
 }

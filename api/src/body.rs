@@ -1,11 +1,23 @@
 //! JSON request bodies: `Content-Type: application/json` (or `+json`), else
 //! 415; a JSON object, else 400 (invalid UTF-8 and lone surrogate escapes
 //! such as `"\ud800"` are not valid JSON); no NUL in any name or string,
-//! else 422 naming each place ([`crate::text`]). The writes parse their
-//! fields from there.
+//! else 422 naming each place ([`crate::text`]). [`JsonBody`] then reads the
+//! object as the operation's request type.
 
-use axum::http::{header, HeaderMap};
+use std::collections::BTreeSet;
+
+use axum::{
+    body::Bytes,
+    extract::{FromRequest, Request},
+    http::{header, HeaderMap},
+    response::{IntoResponse, Response},
+};
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use utoipa::{
+    openapi::{RefOr, Schema},
+    PartialSchema,
+};
 
 use crate::{
     error::{ApiError, ApiResult, FieldError},
@@ -47,6 +59,89 @@ pub fn json_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Map<String, Va
         detail: detail.into(),
         errors: vec![],
     })
+}
+
+/// A request type read by [`JsonBody`]: its schema (the OpenAPI document's)
+/// names the fields it accepts; any other member is refused.
+pub trait RequestBody: DeserializeOwned + PartialSchema {
+    /// The names of the fields (computed once: `properties(&Self::schema())`).
+    fn fields() -> &'static BTreeSet<String>;
+
+    /// The 422 entry of a member that is not one of this body's fields.
+    fn unknown(name: &str) -> FieldError {
+        FieldError::new(name, "unknown_field", "Not a field of this request.")
+    }
+}
+
+/// The names of the properties a schema (an object, or all of several)
+/// declares.
+pub fn properties(schema: &RefOr<Schema>) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    collect(schema, &mut names);
+    names
+}
+
+fn collect(schema: &RefOr<Schema>, names: &mut BTreeSet<String>) {
+    match schema {
+        RefOr::T(Schema::Object(o)) => names.extend(o.properties.keys().cloned()),
+        RefOr::T(Schema::AllOf(all)) => all.items.iter().for_each(|s| collect(s, names)),
+        _ => {}
+    }
+}
+
+/// A JSON request body read as `T`, with its raw bytes (the idempotency
+/// record keeps their hash). Reading never answers before the handler: a
+/// caller without the permission gets its 403 whatever it sent. The
+/// handler calls [`JsonBody::check`], which answers 415, 400, or one 422
+/// that names every member `T` does not know together with every bad field.
+pub struct JsonBody<T> {
+    pub raw: Bytes,
+    headers: HeaderMap,
+    of: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<S: Send + Sync, T> FromRequest<S> for JsonBody<T> {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let headers = req.headers().clone();
+        let raw = Bytes::from_request(req, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Self {
+            raw,
+            headers,
+            of: std::marker::PhantomData,
+        })
+    }
+}
+
+impl<T: RequestBody> JsonBody<T> {
+    /// The body read as `T` and checked by `check`.
+    pub fn check<O>(&self, check: impl FnOnce(T) -> Result<O, Vec<FieldError>>) -> ApiResult<O> {
+        let object = json_object(&self.headers, &self.raw)?;
+        let known = T::fields();
+        let mut errors: Vec<FieldError> = object
+            .keys()
+            .filter(|k| !known.contains(*k))
+            .map(|k| T::unknown(k))
+            .collect();
+        let value: T = serde_json::from_value(Value::Object(object)).map_err(|_| {
+            ApiError::Validation(vec![FieldError::new(
+                "body",
+                "invalid_type",
+                "The body does not have the fields of this request.",
+            )])
+        })?;
+        match check(value) {
+            Ok(o) if errors.is_empty() => Ok(o),
+            Ok(_) => Err(ApiError::Validation(errors)),
+            Err(more) => {
+                errors.extend(more);
+                Err(ApiError::Validation(errors))
+            }
+        }
+    }
 }
 
 /// Every place under `path` (`name`, `name.inner`, `name[0]`) whose name or

@@ -16,25 +16,8 @@ use problem_details::ProblemDetails;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-/// One invalid field of a request.
-#[derive(Debug, Clone, Serialize, ToSchema, PartialEq, Eq)]
-pub struct FieldError {
-    /// The field or query parameter, as the client wrote it.
-    pub field: String,
-    /// A stable machine-readable code, e.g. `required`, `too_long`, `invalid_format`.
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl FieldError {
-    pub fn new(field: impl Into<String>, code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            field: field.into(),
-            code,
-            message: message.into(),
-        }
-    }
-}
+pub use i9_common::models::FieldError;
+use i9_common::models::WriteError;
 
 /// The problem details body, as documented in the OpenAPI document.
 #[derive(Serialize, ToSchema)]
@@ -83,6 +66,19 @@ pub enum ApiError {
     },
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
+}
+
+impl From<WriteError> for ApiError {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::Invalid(errors) => ApiError::Validation(errors),
+            WriteError::Conflict(detail) => ApiError::Conflict(detail),
+            WriteError::IllegalStep(step) => ApiError::Conflict(step.to_string()),
+            WriteError::Forbidden(detail) => ApiError::Forbidden(detail),
+            WriteError::NotFound => ApiError::NotFound,
+            WriteError::Database(e) => e.into(),
+        }
+    }
 }
 
 impl From<sqlx::Error> for ApiError {

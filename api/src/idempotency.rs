@@ -78,6 +78,16 @@ fn json_response<T: serde::Serialize>(status: StatusCode, body: &T) -> Result<Re
     Ok((status, [(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
+/// An `idempotency_keys` row: the request's fingerprint, and the answer once
+/// recorded.
+struct IdempotencyRecord {
+    request_hash: Vec<u8>,
+    response_status: Option<i16>,
+    response_headers: Option<serde_json::Value>,
+    resource_id: Option<i64>,
+    section1_request_id: Option<Uuid>,
+}
+
 /// Claim `key` for this request inside `tx`. `Ok(None)`: go ahead and write.
 /// `Ok(Some(replay))`: an earlier request with the same key and body
 /// finished; render its result. A concurrent request with the same key waits
@@ -98,41 +108,41 @@ pub async fn claim(
     let hash = cipher.request_fingerprint(&request);
     // Records made before requests were compared as JSON: their raw bytes.
     let raw = [path.as_bytes(), b"\n", body].concat();
-    sqlx::query(
+    sqlx::query!(
         "DELETE FROM idempotency_keys WHERE user_id = $1 AND idempotency_key = $2
            AND created_at < now() - make_interval(secs => $3)",
+        user_id,
+        key,
+        IDEMPOTENCY_WINDOW.as_secs_f64(),
     )
-    .bind(user_id)
-    .bind(key)
-    .bind(IDEMPOTENCY_WINDOW.as_secs_f64())
     .execute(&mut *tx)
     .await?;
-    let inserted = sqlx::query(
+    let inserted = sqlx::query!(
         "INSERT INTO idempotency_keys (user_id, idempotency_key, request_path, request_hash)
          VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+        user_id,
+        key,
+        path,
+        &hash,
     )
-    .bind(user_id)
-    .bind(key)
-    .bind(path)
-    .bind(&hash)
     .execute(&mut *tx)
     .await?;
     if inserted.rows_affected() == 1 {
         return Ok(None);
     }
-    type Row = (
-        Vec<u8>,
-        Option<i16>,
-        Option<serde_json::Value>,
-        Option<i64>,
-        Option<Uuid>,
-    );
-    let (stored_hash, status, headers, resource_id, section1_request): Row = sqlx::query_as(
+    let IdempotencyRecord {
+        request_hash: stored_hash,
+        response_status: status,
+        response_headers: headers,
+        resource_id,
+        section1_request_id: section1_request,
+    } = sqlx::query_as!(
+        IdempotencyRecord,
         "SELECT request_hash, response_status, response_headers, resource_id, section1_request_id
          FROM idempotency_keys WHERE user_id = $1 AND idempotency_key = $2",
+        user_id,
+        key,
     )
-    .bind(user_id)
-    .bind(key)
     .fetch_one(&mut *tx)
     .await?;
     if !cipher.request_fingerprint_matches(&stored_hash, &request)
@@ -201,17 +211,17 @@ async fn save(
     location: &str,
     outcome: Outcome,
 ) -> Result<(), ApiError> {
-    sqlx::query(
+    sqlx::query!(
         "UPDATE idempotency_keys SET response_status = $3, response_headers = $4,
                 resource_id = $5, section1_request_id = $6
          WHERE user_id = $1 AND idempotency_key = $2",
+        user_id,
+        key,
+        status.as_u16() as i16,
+        serde_json::json!({ "location": location }),
+        outcome.resource_id,
+        outcome.section1_request,
     )
-    .bind(user_id)
-    .bind(key)
-    .bind(status.as_u16() as i16)
-    .bind(serde_json::json!({ "location": location }))
-    .bind(outcome.resource_id)
-    .bind(outcome.section1_request)
     .execute(&mut *tx)
     .await?;
     Ok(())

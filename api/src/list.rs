@@ -359,15 +359,15 @@ fn parse_value(spec: &FilterSpec, value: &str) -> Result<FilterValue, FieldError
             .parse::<i64>()
             .map(FilterValue::Int)
             .map_err(|_| FieldError::new(name, "invalid_integer", "Must be an integer.")),
-        FilterKind::Language(_) => match value.trim() {
-            "1" => Ok(FilterValue::Int(1)),
-            "2" => Ok(FilterValue::Int(2)),
-            _ => Err(FieldError::new(
-                name,
-                "invalid_value",
-                "Must be 1 (English) or 2 (Spanish).",
-            )),
-        },
+        FilterKind::Language(_) => value
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .and_then(i9_common::domain::Language::from_id)
+            .map(|l| FilterValue::Int(l.id().into()))
+            .ok_or_else(|| {
+                FieldError::new(name, "invalid_value", i9_common::domain::Language::RULE)
+            }),
         FilterKind::Date(_) => parse_date(value)
             .map(FilterValue::Date)
             .map_err(|e| FieldError::new(name, "invalid_date", format!("Must be a date: {e}."))),
@@ -394,6 +394,96 @@ fn parse_value(spec: &FilterSpec, value: &str) -> Result<FilterValue, FieldError
                 ),
             }),
     }
+}
+
+/// The schemas of the query parameters, as [`ListQuery::parse`] reads them,
+/// for the collections' `IntoParams` structs (`#[param(inline)]`): the
+/// document states each rule the parser enforces.
+pub mod params {
+    use i9_common::domain::fields::{date_pattern, ssn_pattern};
+    use utoipa::{
+        openapi::{KnownFormat, ObjectBuilder, RefOr, Schema, SchemaFormat, Type},
+        PartialSchema, ToSchema,
+    };
+
+    /// A text filter: 1 to 255 characters, no NUL.
+    pub struct Text;
+    /// A date filter: `YYYY-MM-DD` or `MM/DD/YYYY`.
+    pub struct Date;
+    /// An SSN filter: `###-##-####`, a number the SSA issues.
+    pub struct Ssn;
+    /// An integer filter (an id).
+    pub struct Int;
+    /// `1` or `2`.
+    pub struct Language;
+    /// `page` and `page_size`: a positive integer (any size: a huge
+    /// `page_size` is taken as 50, a huge `page` is past the end).
+    pub struct Positive;
+
+    impl PartialSchema for Text {
+        fn schema() -> RefOr<Schema> {
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .min_length(Some(1))
+                .max_length(Some(255))
+                .pattern(Some(r"^[^\u0000]*$"))
+                .into()
+        }
+    }
+
+    impl PartialSchema for Date {
+        fn schema() -> RefOr<Schema> {
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(date_pattern()))
+                .into()
+        }
+    }
+
+    impl PartialSchema for Ssn {
+        fn schema() -> RefOr<Schema> {
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(ssn_pattern()))
+                .into()
+        }
+    }
+
+    impl PartialSchema for Int {
+        fn schema() -> RefOr<Schema> {
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+                .minimum(Some(i64::MIN))
+                .maximum(Some(i64::MAX))
+                .into()
+        }
+    }
+
+    impl PartialSchema for Language {
+        fn schema() -> RefOr<Schema> {
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .enum_values(Some([1, 2]))
+                .into()
+        }
+    }
+
+    impl PartialSchema for Positive {
+        fn schema() -> RefOr<Schema> {
+            ObjectBuilder::new()
+                .schema_type(Type::Integer)
+                .minimum(Some(1))
+                .into()
+        }
+    }
+
+    impl ToSchema for Text {}
+    impl ToSchema for Date {}
+    impl ToSchema for Ssn {}
+    impl ToSchema for Int {}
+    impl ToSchema for Language {}
+    impl ToSchema for Positive {}
 }
 
 #[cfg(test)]

@@ -3,9 +3,13 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{builder::BoolishValueParser, Parser};
+use clap::Parser;
 use i9_api::Application;
-use i9_common::{amqp::Topology, config::ENV_HELP, production, relay, startup, telemetry, Config};
+use i9_common::{
+    amqp::Topology,
+    config::{env_help, ApiSettings, Binary},
+    production, relay, startup, telemetry, Config,
+};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -17,23 +21,41 @@ use i9_common::{amqp::Topology, config::ENV_HELP, production, relay, startup, te
                   RabbitMQ and checks the keys against the data, and exits non-zero when \
                   either fails. SIGTERM or Ctrl-C stops accepting and finishes the requests \
                   in flight.",
-    after_help = ENV_HELP
+    after_help = env_help(Binary::Api)
 )]
 struct Args {
     /// Run no outbox relay in this process (by default every API process
-    /// relays the outbox it writes; several relays share it safely).
-    #[arg(long, env = "API_NO_RELAY", value_parser = BoolishValueParser::new())]
+    /// relays the outbox it writes; several relays share it safely). Same as
+    /// API_NO_RELAY=true.
+    #[arg(long)]
     no_relay: bool,
+}
+
+impl Args {
+    /// The command line's values, under the variables they stand for
+    /// (`common/src/config.rs` reads both).
+    fn settings(&self) -> Vec<(&'static str, String)> {
+        let mut args = Vec::new();
+        if self.no_relay {
+            args.push(("API_NO_RELAY", "true".to_owned()));
+        }
+        args
+    }
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
+    let settings = ApiSettings::from_env(args.settings());
     // lapin logs at ERROR what our own code reports (a refused login, a lost
     // connection, a channel the broker closed) or what is expected (a probe of
     // a queue that is not there); RUST_LOG=lapin=debug brings it back.
-    telemetry::init("info,i9_api=info,tower_http=info,sqlx=warn,lapin=off");
-    match run(args).await {
+    let log = settings
+        .as_ref()
+        .map(|(c, _)| c.log.clone())
+        .unwrap_or_default();
+    telemetry::init(&log, "info,i9_api=info,tower_http=info,sqlx=warn,lapin=off");
+    match async { run(settings?).await }.await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("i9-api: error: {e:#}");
@@ -47,10 +69,9 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(args: Args) -> anyhow::Result<()> {
-    let config = Config::from_env()?;
+async fn run((config, api): (Config, ApiSettings)) -> anyhow::Result<()> {
     production::warn_at_start(&config, production::Binary::Api);
-    let topology = Topology::from_env()?;
+    let topology = Topology::from_config(&config);
     match i9_api::server::make_room_for_connections(&config) {
         Ok(limit) => tracing::debug!(limit, "open-file limit"),
         Err(warning) => tracing::warn!(setting = "HTTP_MAX_CONNECTIONS", "{warning}"),
@@ -58,7 +79,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let (pool, registration) = startup::prepare(&config, "i9-api").await?;
     let addr = config.bind_addr;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let relay = (!args.no_relay).then(|| {
+    let relay = (!api.no_relay).then(|| {
         tokio::spawn(relay::run(
             pool.clone(),
             relay::RelayConfig::new(config.amqp_url.clone(), topology),
@@ -72,7 +93,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
             return Err(e).with_context(|| format!("binding {addr}"));
         }
     };
-    tracing::info!(%addr, relay = !args.no_relay, "i9-api listening");
+    tracing::info!(%addr, relay = !api.no_relay, "i9-api listening");
     // SIGTERM or Ctrl-C: stop accepting, finish in-flight requests.
     let served = app.run(i9_common::shutdown::signal()).await;
     let _ = stop_tx.send(true);
@@ -97,21 +118,20 @@ mod tests {
     }
 
     #[test]
-    fn the_relay_switch_reads_booleans_as_the_configuration_does() {
-        use clap::builder::TypedValueParser;
-        use i9_common::config::{bool_word, FALSE_WORDS, TRUE_WORDS};
-        let (parser, cmd) = (BoolishValueParser::new(), Args::command());
-        for word in TRUE_WORDS.iter().chain(&FALSE_WORDS) {
-            let flag = parser
-                .parse_ref(&cmd, None, std::ffi::OsStr::new(word))
-                .ok();
-            assert_eq!(flag, bool_word(word), "{word}");
-        }
-        assert!(
-            Args::try_parse_from(["i9-api", "--no-relay"])
+    fn the_relay_switch_stands_for_its_variable() {
+        use i9_common::config::{read, WithArgs};
+        let env = std::collections::HashMap::from([
+            ("APP_ENV".to_owned(), "development".to_owned()),
+            ("API_NO_RELAY".to_owned(), "off".to_owned()),
+        ]);
+        let no_relay = |argv: &[&str]| {
+            let args = Args::try_parse_from(argv).unwrap().settings();
+            read(Binary::Api, &WithArgs { args, rest: &env })
                 .unwrap()
+                .api
                 .no_relay
-        );
-        assert!(!Args::try_parse_from(["i9-api"]).unwrap().no_relay);
+        };
+        assert!(no_relay(&["i9-api", "--no-relay"]));
+        assert!(!no_relay(&["i9-api"]));
     }
 }

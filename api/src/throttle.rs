@@ -25,12 +25,13 @@
 use std::{
     collections::HashMap,
     net::IpAddr,
-    sync::{Arc, LazyLock, Mutex},
+    sync::{Arc, Mutex},
     time::{Duration, Instant},
 };
 
 use hmac::{Hmac, Mac};
 use i9_common::{config::ThrottleLimit, Config};
+use secrecy::ExposeSecret;
 use sha2::Sha256;
 use sqlx::PgPool;
 
@@ -107,44 +108,24 @@ struct Inner {
     delayed: Mutex<HashMap<[u8; 32], Instant>>,
 }
 
-/// The level after one more failure: the old level, less what was forgotten
-/// since it was last updated, plus one. `$3` is `forget` in seconds.
-const LEVEL: &str =
-    "(greatest(t.level - extract(epoch FROM now() - t.updated_at)::float8 / $3, 0) + 1)";
+/// A delayed key, and for how much longer (seconds).
+struct Blocked {
+    key: Vec<u8>,
+    secs: f64,
+}
 
-/// Count one failure of `$1` (kind `$2`), atomically; `$4` is the free
-/// failures. Once the level L passes them the key is delayed by
-/// 2^(L - free - 1) s, at most 2 * forget; `blocked_until` stays NULL until
-/// a first delay (a "delay" of zero would race with concurrent readers).
-static FAIL: LazyLock<String> = LazyLock::new(|| {
-    let until = |level: &str| {
-        format!(
-            "CASE WHEN {level} > $4
-               THEN now() + make_interval(secs => least(power(2, {level} - $4 - 1), 2 * $3)) END"
-        )
-    };
-    format!(
-        "INSERT INTO throttle AS t
-           (key, kind, failures, level, updated_at, blocked_until, forgotten_at)
-         VALUES ($1, $2, 1, 1, now(), {first}, now() + make_interval(secs => $3))
-         ON CONFLICT (key) DO UPDATE SET
-           failures = t.failures + 1,
-           level = {LEVEL},
-           updated_at = now(),
-           blocked_until = greatest(t.blocked_until, {next}),
-           forgotten_at = now() + make_interval(secs => {LEVEL} * $3)
-         RETURNING failures, level,
-           coalesce(greatest(extract(epoch FROM blocked_until - now())::float8, 0), 0)",
-        first = until("1::float8"),
-        next = until(LEVEL),
-    )
-});
+/// A key's row after one more failure.
+struct Failures {
+    failures: i64,
+    level: f64,
+    delay_secs: f64,
+}
 
 impl Throttle {
     pub fn new(config: &Config, pool: PgPool) -> Self {
         // A key of its own, so the stored hashes mean nothing without the data key.
         let mac_key = hmac_sha256(
-            config.data_keys.current().1,
+            &config.data_keys.current().1.expose_secret().0,
             &[b"i9 sign-in throttle key v1"],
         );
         Self {
@@ -203,15 +184,16 @@ impl Throttle {
             return Ok(Some(delay));
         }
         let hashes: Vec<&[u8]> = keys.iter().map(|k| k.hash.as_slice()).collect();
-        let rows: Vec<(Vec<u8>, f64)> = sqlx::query_as(
-            "SELECT key, extract(epoch FROM blocked_until - now())::float8 FROM throttle
-             WHERE key = ANY($1) AND blocked_until > now()",
+        let rows = sqlx::query_as!(
+            Blocked,
+            r#"SELECT key, extract(epoch FROM blocked_until - now())::float8 AS "secs!" FROM throttle
+             WHERE key = ANY($1) AND blocked_until > now()"#,
+            &hashes as &[&[u8]],
         )
-        .bind(hashes)
         .fetch_all(&self.inner.pool)
         .await?;
         let mut longest: Option<Delay> = None;
-        for (hash, secs) in rows {
+        for Blocked { key: hash, secs } in rows {
             let wait = Duration::from_secs_f64(secs.max(0.0));
             let Some(key) = keys.iter().find(|k| k.hash.as_slice() == hash.as_slice()) else {
                 continue;
@@ -230,14 +212,49 @@ impl Throttle {
     /// Count an event of `key` (a failed sign-in, a write of an SSN).
     pub async fn count(&self, key: &Key) -> Result<Failure, sqlx::Error> {
         let limit = self.limit(key.kind);
-        let (failures, level, delay): (i64, f64, f64) = sqlx::query_as(&FAIL)
-            .bind(key.hash.as_slice())
-            .bind(key.kind.as_str())
-            .bind(limit.forget.as_secs_f64())
-            .bind(f64::from(limit.free_failures))
-            .fetch_one(&self.inner.pool)
-            .await?;
-        let delay = Duration::from_secs_f64(delay.max(0.0));
+        // Count one failure of `$1` (kind `$2`), atomically; `$3` is `forget` in
+        // seconds, `$4` the free failures.
+        //
+        // The level after one more failure is the old level, less what was forgotten
+        // since it was last updated, plus one:
+        // `greatest(t.level - extract(epoch FROM now() - t.updated_at)::float8 / $3, 0) + 1`.
+        // Once the level L passes the free failures the key is delayed by
+        // 2^(L - free - 1) s, at most 2 * forget; `blocked_until` stays NULL until
+        // a first delay (a "delay" of zero would race with concurrent readers).
+        // Written out (the level four times) so that it is checked at compile time.
+        let Failures {
+            failures,
+            level,
+            delay_secs,
+        } = sqlx::query_as!(
+            Failures,
+            r#"INSERT INTO throttle AS t
+                 (key, kind, failures, level, updated_at, blocked_until, forgotten_at)
+               VALUES ($1, $2, 1, 1, now(),
+                 CASE WHEN 1::float8 > $4
+                   THEN now() + make_interval(secs => least(power(2, 1::float8 - $4 - 1), 2 * $3::float8)) END,
+                 now() + make_interval(secs => $3))
+               ON CONFLICT (key) DO UPDATE SET
+                 failures = t.failures + 1,
+                 level = (greatest(t.level - extract(epoch FROM now() - t.updated_at)::float8 / $3, 0) + 1),
+                 updated_at = now(),
+                 blocked_until = greatest(t.blocked_until,
+                   CASE WHEN (greatest(t.level - extract(epoch FROM now() - t.updated_at)::float8 / $3, 0) + 1) > $4
+                     THEN now() + make_interval(secs => least(power(2,
+                       (greatest(t.level - extract(epoch FROM now() - t.updated_at)::float8 / $3, 0) + 1) - $4 - 1),
+                       2 * $3::float8)) END),
+                 forgotten_at = now() + make_interval(secs =>
+                   (greatest(t.level - extract(epoch FROM now() - t.updated_at)::float8 / $3, 0) + 1) * $3)
+               RETURNING failures, level,
+                 coalesce(greatest(extract(epoch FROM blocked_until - now())::float8, 0), 0) AS "delay_secs!""#,
+            key.hash.as_slice(),
+            key.kind.as_str(),
+            limit.forget.as_secs_f64(),
+            f64::from(limit.free_failures),
+        )
+        .fetch_one(&self.inner.pool)
+        .await?;
+        let delay = Duration::from_secs_f64(delay_secs.max(0.0));
         if !delay.is_zero() {
             self.remember(key.hash, delay);
         }
@@ -253,8 +270,7 @@ impl Throttle {
         if let Ok(mut delayed) = self.inner.delayed.lock() {
             delayed.remove(&key.hash);
         }
-        sqlx::query("DELETE FROM throttle WHERE key = $1")
-            .bind(key.hash.as_slice())
+        sqlx::query!("DELETE FROM throttle WHERE key = $1", key.hash.as_slice())
             .execute(&self.inner.pool)
             .await?;
         Ok(())
@@ -304,7 +320,7 @@ mod tests {
     fn throttle() -> Throttle {
         let config = Config::for_tests("postgres://postgres@127.0.0.1:1/none");
         let pool = sqlx::postgres::PgPoolOptions::new()
-            .connect_lazy(&config.database_url)
+            .connect_lazy(config.database_url.expose_secret())
             .unwrap();
         Throttle::new(&config, pool)
     }

@@ -18,6 +18,7 @@ use i9_common::{
     seed, Config,
 };
 use i9_tests::{amqp_url, eventually, fixture, TestDb, ADMIN, PORTAL};
+use secrecy::ExposeSecret;
 use serde_json::{json, Value};
 
 struct Api {
@@ -60,7 +61,7 @@ fn start(db_url: &str, port: u16) -> Api {
 fn start_with(db_url: &str, port: u16, env: &[(&str, &str)]) -> Api {
     let mut child = Command::new(env!("CARGO_BIN_EXE_i9-api"))
         .env("DATABASE_URL", db_url)
-        .env("AMQP_URL", amqp_url())
+        .env("AMQP_URL", amqp_url().expose_secret())
         .env("BIND_ADDR", format!("127.0.0.1:{port}"))
         .env("PUBLIC_BASE_URL", format!("http://127.0.0.1:{port}"))
         .env("API_NO_RELAY", "1")

@@ -9,6 +9,7 @@
 
 use std::{process::Stdio, time::Duration};
 
+use secrecy::ExposeSecret;
 use sqlx::Connection;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -523,7 +524,7 @@ async fn the_api_reaches_postgres_over_tls_and_tls_that_cannot_work_ends_the_sta
         &[
             ("DATABASE_URL", &verified),
             ("BIND_ADDR", &bind),
-            ("AMQP_URL", &i9_tests::amqp_url()),
+            ("AMQP_URL", i9_tests::amqp_url().expose_secret()),
             ("STARTUP_TIMEOUT_SECS", "30"),
         ],
     )
@@ -610,7 +611,7 @@ async fn the_api_reaches_postgres_over_tls_and_tls_that_cannot_work_ends_the_sta
     );
     // The server itself is fine: without TLS asked for, it is reached.
     startup::wait_for_postgres(
-        &pg.url("127.0.0.1", "i9", "sslmode=disable"),
+        &pg.url("127.0.0.1", "i9", "sslmode=disable").into(),
         std::time::Instant::now() + Duration::from_secs(30),
     )
     .await

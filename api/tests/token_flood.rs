@@ -19,6 +19,7 @@ use std::{
 
 use i9_common::{crypto::DataCipher, seed, Config};
 use i9_tests::{fixture, TestDb, ADMIN, PORTAL};
+use secrecy::ExposeSecret;
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
@@ -56,7 +57,7 @@ impl Api {
             .env_remove("LOG_FORMAT")
             .env("APP_ENV", "development")
             .env("DATABASE_URL", &db.url)
-            .env("AMQP_URL", i9_tests::amqp_url())
+            .env("AMQP_URL", i9_tests::amqp_url().expose_secret())
             .env("BIND_ADDR", format!("127.0.0.1:{port}"))
             .env("PUBLIC_BASE_URL", &base)
             .env("API_NO_RELAY", "1")

@@ -202,9 +202,12 @@ impl Cleanup {
 }
 
 async fn delete_topology(url: &str, topology: &Topology) -> anyhow::Result<()> {
-    let conn = tokio::time::timeout(Duration::from_secs(10), i9_common::amqp::connect(url))
-        .await
-        .context("timed out connecting to RabbitMQ")??;
+    let conn = tokio::time::timeout(
+        Duration::from_secs(10),
+        i9_common::amqp::connect(&url.into()),
+    )
+    .await
+    .context("timed out connecting to RabbitMQ")??;
     let channel: lapin::Channel = conn.create_channel().await?;
     // The delay queues of the worker's default policies (bench/src/ours.rs).
     let waits = i9_workers::consumer::WorkerConfig::new(
@@ -220,7 +223,11 @@ async fn delete_topology(url: &str, topology: &Topology) -> anyhow::Result<()> {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    i9_common::telemetry::init("warn");
+    let log = i9_common::config::LogSettings {
+        filter: std::env::var("RUST_LOG").ok(),
+        json: false,
+    };
+    i9_common::telemetry::init(&log, "warn");
     let cli = Cli::parse();
     if let Some(Mode::Faults(args)) = cli.mode {
         return faults::main(args).await;

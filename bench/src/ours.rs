@@ -51,7 +51,7 @@ pub async fn start(
         .create_database(&format!("i9_bench_{run_id}"))
         .await?;
     let mut config = Config::for_tests(&db_url);
-    config.amqp_url = amqp_url();
+    config.amqp_url = amqp_url().into();
     config.database_max_connections = 32;
 
     let pool = i9_common::db::connect(&config).await?;
@@ -85,7 +85,7 @@ pub async fn start(
 
     // The API process relays the outbox it writes (as `i9-api` does).
     let topology = Topology::new(format!("bench{run_id}"));
-    cleanup.topology(&config.amqp_url, &topology);
+    cleanup.topology(&amqp_url(), &topology);
     let relay_config = relay::RelayConfig::new(config.amqp_url.clone(), topology.clone());
     cleanup.task(
         "outbox relay",

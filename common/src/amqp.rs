@@ -5,6 +5,7 @@
 //! (docs/operations.md, "Retries").
 
 use anyhow::Context;
+use secrecy::{ExposeSecret, SecretString};
 use std::time::Duration;
 
 use lapin::{
@@ -63,19 +64,10 @@ impl Topology {
         }
     }
 
-    /// The topology of `AMQP_PREFIX` (`i9` when unset). A prefix longer than
-    /// [`MAX_PREFIX_BYTES`] is refused: its names would not fit in AMQP.
-    pub fn from_env() -> anyhow::Result<Self> {
-        Self::checked(std::env::var("AMQP_PREFIX").unwrap_or_else(|_| "i9".to_owned()))
-    }
-
-    fn checked(prefix: String) -> anyhow::Result<Self> {
-        anyhow::ensure!(
-            prefix.len() <= MAX_PREFIX_BYTES,
-            "AMQP_PREFIX is {} bytes long; at most {MAX_PREFIX_BYTES} fit (an AMQP name is at most 255 bytes)",
-            prefix.len()
-        );
-        Ok(Self::new(prefix))
+    /// The topology of `AMQP_PREFIX` (checked against [`MAX_PREFIX_BYTES`]
+    /// as the configuration was read, `common/src/config.rs`).
+    pub fn from_config(config: &crate::Config) -> Self {
+        Self::new(config.amqp_prefix.clone())
     }
 
     pub fn jobs_exchange(&self) -> String {
@@ -354,8 +346,9 @@ fn quorum() -> FieldTable {
 /// A connection on the current tokio runtime (lapin's `tokio` feature), with
 /// lapin's own reconnection off: the relay, the consumers and `i9-admin jobs`
 /// supervise their connections themselves.
-pub async fn connect(url: &str) -> anyhow::Result<Connection> {
-    Connection::connect(url, ConnectionProperties::default())
+/// A connection to RabbitMQ at `AMQP_URL`: the one place its credentials are read.
+pub async fn connect(url: &SecretString) -> anyhow::Result<Connection> {
+    Connection::connect(url.expose_secret(), ConnectionProperties::default())
         .await
         .context("connecting to RabbitMQ (AMQP_URL)")
 }
@@ -427,7 +420,15 @@ mod tests {
 
     #[test]
     fn every_name_of_the_longest_prefix_fits_in_amqp_and_a_longer_one_is_refused() {
-        let longest = Topology::checked("p".repeat(MAX_PREFIX_BYTES)).unwrap();
+        let read = |prefix: String| {
+            let vars = std::collections::HashMap::from([
+                ("APP_ENV".to_owned(), "development".to_owned()),
+                ("AMQP_PREFIX".to_owned(), prefix),
+            ]);
+            crate::config::read(crate::config::Binary::Admin, &vars)
+                .map(|s| Topology::from_config(&s.config))
+        };
+        let longest = read("p".repeat(MAX_PREFIX_BYTES)).unwrap();
         let mut waits = RetryPolicy::JOBS.waits();
         waits.extend(RetryPolicy::CALLBACKS.waits());
         waits.push(Duration::from_millis(86_399_999));
@@ -438,7 +439,7 @@ mod tests {
         for name in &names {
             assert!(name.len() <= 255, "{name} is {} bytes", name.len());
         }
-        let e = Topology::checked("p".repeat(MAX_PREFIX_BYTES + 1)).unwrap_err();
+        let e = read("p".repeat(MAX_PREFIX_BYTES + 1)).unwrap_err();
         assert_eq!(
             e.to_string(),
             "AMQP_PREFIX is 201 bytes long; at most 200 fit (an AMQP name is at most 255 bytes)"

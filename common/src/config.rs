@@ -1,13 +1,32 @@
-//! Configuration from environment variables, each with a default that works
-//! for local runs. Secrets may also be given as `<NAME>_FILE` (a path whose
-//! contents are the secret). Keys have no default: the development keys are
-//! used only with `APP_ENV=development` (`common/src/keys.rs`).
+//! Every setting of `i9-api`, `i9-worker` and `i9-admin`, read from the
+//! environment in this one module (README, "Configuration", is the table
+//! operators read; a test keeps it and [`VARS`] in step).
+//!
+//! [`VARS`] lists each variable once: its name, its default, which binaries
+//! read it and what it means (`--help` prints it). One function,
+//! [`read`], reads them for a binary from a [`Source`]: the process
+//! environment for the binaries, a map for the tests ([`Config::for_tests`]),
+//! so both build the configuration the same way. A default is written in
+//! [`VARS`] as text and parsed like a value that was set. Every invalid value
+//! is reported at once, in one line naming each variable; a secret's value is
+//! never printed. Secrets may also be given as `<NAME>_FILE` (a path whose
+//! contents are the secret).
+//!
+//! Secrets (the database and RabbitMQ URLs, which carry passwords, the SMTP
+//! URL and the keys) are held as [`secrecy`] types: their `Debug` is
+//! redacted, and reading one takes `expose_secret()` where it is used.
 
-use std::{net::SocketAddr, path::PathBuf, time::Duration};
+use std::{collections::HashMap, net::SocketAddr, path::PathBuf, time::Duration};
 
-use anyhow::{bail, Context};
+use anyhow::{anyhow, bail, Context};
+use secrecy::{ExposeSecret, SecretString};
 
-use crate::keys::{self, KeyRing, Keys};
+use crate::{
+    amqp::MAX_PREFIX_BYTES,
+    jobs::JobKind,
+    keys::{self, DataKey, HashKey, KeyRing, Keys},
+    retry::RetryPolicy,
+};
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/i9";
 pub const DEFAULT_AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
@@ -18,39 +37,215 @@ pub const DEFAULT_AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
 /// (`common/src/rekey.rs`).
 pub const IDEMPOTENCY_WINDOW: Duration = Duration::from_secs(24 * 3600);
 
-/// The environment every binary reads, for `--help` (the README's
-/// Configuration table says more).
-pub const ENV_HELP: &str = "\
-Environment (shared by i9-api, i9-worker and i9-admin; see the README):
-  DATABASE_URL, DATABASE_MAX_CONNECTIONS     Postgres (TLS: ?sslmode=verify-full&sslrootcert=)
-  AMQP_URL, AMQP_PREFIX                      RabbitMQ
-  STARTUP_TIMEOUT_SECS                       wait at start for both (default 60)
-  DATA_ENCRYPTION_KEYS, SSN_HASH_KEYS        key rings: ID:BASE64 entries, first current
-                                             (2:<key>,1:<key>); or DATA_ENCRYPTION_KEY,
-                                             SSN_HASH_KEY (key 1); each also as *_FILE
-  APP_ENV                                    only `development` runs without keys (with
-                                             the published development keys)
-  SMTP_URL, MAIL_DIR                         mail (smtps://, or ?tls=required)
-  SMTP_CA_FILE, SMTP_ALLOW_PLAINTEXT_AUTH    its extra root CAs; credentials without TLS
-  BIND_ADDR, PUBLIC_BASE_URL                 the API's address and its links
-  ALLOW_PRIVATE_CALLBACKS                    partner callbacks to private addresses
-  ACCESS_TOKEN_TTL_SECS, REFRESH_TOKEN_TTL_SECS, AUTH_CACHE_TTL_SECS,
-  SECTION1_LINK_TTL_SECS, PASSWORD_LINK_TTL_SECS
-  SIGN_IN_USERNAME_FAILURES, SIGN_IN_USERNAME_FORGET_SECS (default 5, 60),
-  SIGN_IN_ADDRESS_FAILURES, SIGN_IN_ADDRESS_FORGET_SECS (default 20, 12)
-                                             sign-in throttling
-  SSN_WRITES_FREE, SSN_WRITES_FORGET_SECS (default 5, 3600)
-                                             writes of SSNs without permission 12,
-                                             per user and last four digits
-  TRUSTED_PROXIES                            proxies whose X-Forwarded-For is believed
-  PASSWORD_HASH_CONCURRENCY, PASSWORD_HASH_WAIT_SECS
-                                             password hashing (default cores, 2)
-  HTTP_HEADER_TIMEOUT_SECS, HTTP_MAX_CONNECTIONS, HTTP_MAX_CONNECTIONS_PER_ADDRESS
-                                             connections (default 30, 4096, 256)
-  PURGE_INTERVAL_SECS, RETENTION_IDEMPOTENCY_SECS, RETENTION_PROCESSED_JOBS_SECS,
-  RETENTION_OUTBOX_SECS                      the worker's purge of expired rows
-  RUST_LOG, LOG_FORMAT                       logging
-Booleans accept 1/0, true/false, yes/no, on/off.";
+/// The binaries that read settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binary {
+    Api,
+    Worker,
+    Admin,
+}
+
+/// Which binaries read a variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readers {
+    All,
+    Api,
+    Worker,
+    /// `i9-api` and `i9-worker`, not `i9-admin`.
+    Services,
+}
+
+impl Readers {
+    pub fn include(self, binary: Binary) -> bool {
+        match self {
+            Readers::All => true,
+            Readers::Api => binary == Binary::Api,
+            Readers::Worker => binary == Binary::Worker,
+            Readers::Services => binary != Binary::Admin,
+        }
+    }
+}
+
+/// A variable's value when it is unset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DefaultValue {
+    /// This text, read as if it had been set.
+    Text(&'static str),
+    /// Worked out at start (this says how).
+    Computed(&'static str),
+    /// Nothing: the setting is off, or (the keys) required outside development.
+    Unset,
+}
+
+/// One environment variable.
+#[derive(Debug, Clone, Copy)]
+pub struct Var {
+    pub name: &'static str,
+    pub default: DefaultValue,
+    pub readers: Readers,
+    /// A secret: also read from the file `<name>_FILE`, never printed.
+    pub secret: bool,
+    /// One line for `--help`.
+    pub help: &'static str,
+}
+
+const fn var(
+    name: &'static str,
+    default: DefaultValue,
+    readers: Readers,
+    help: &'static str,
+) -> Var {
+    Var {
+        name,
+        default,
+        readers,
+        secret: false,
+        help,
+    }
+}
+
+const fn secret(
+    name: &'static str,
+    default: DefaultValue,
+    readers: Readers,
+    help: &'static str,
+) -> Var {
+    Var {
+        name,
+        default,
+        readers,
+        secret: true,
+        help,
+    }
+}
+
+use DefaultValue::{Computed, Text, Unset};
+use Readers::{All, Api, Services, Worker};
+
+/// Every variable the binaries read (README, "Configuration", says more).
+#[rustfmt::skip]
+pub const VARS: &[Var] = &[
+    secret("DATABASE_URL", Text(DEFAULT_DATABASE_URL), All, "Postgres (postgres:// or postgresql://; TLS: ?sslmode=verify-full&sslrootcert=)"),
+    var("DATABASE_MAX_CONNECTIONS", Text("20"), All, "pool size per process"),
+    secret("AMQP_URL", Text(DEFAULT_AMQP_URL), All, "RabbitMQ (amqp:// or amqps://)"),
+    var("AMQP_PREFIX", Text("i9"), All, "prefix of exchange and queue names"),
+    var("STARTUP_TIMEOUT_SECS", Text("60"), Services, "wait at start for Postgres and RabbitMQ"),
+    var("APP_ENV", Unset, All, "`development` alone runs without keys (on the published development keys)"),
+    secret("DATA_ENCRYPTION_KEYS", Unset, All, "data key ring, ID:BASE64 entries, the first current (2:<key>,1:<key>)"),
+    secret("DATA_ENCRYPTION_KEY", Unset, All, "one data key, as key id 1"),
+    secret("SSN_HASH_KEYS", Unset, All, "SSN hash key ring, same form"),
+    secret("SSN_HASH_KEY", Unset, All, "one SSN hash key, as key id 1"),
+    secret("SMTP_URL", Unset, Worker, "mail: smtps://user:pw@host, smtp://user:pw@host?tls=required, smtp://host"),
+    var("SMTP_CA_FILE", Unset, Worker, "PEM root certificates for the SMTP server"),
+    var("SMTP_ALLOW_PLAINTEXT_AUTH", Text("false"), Worker, "let SMTP_URL carry credentials without TLS"),
+    var("MAIL_DIR", Text("mail-out"), Worker, "folder of .eml files when SMTP_URL is unset"),
+    var("BIND_ADDR", Text("127.0.0.1:8080"), All, "where i9-api listens"),
+    var("PUBLIC_BASE_URL", Computed("http://<BIND_ADDR>"), All, "base of the links handed out"),
+    var("ALLOW_PRIVATE_CALLBACKS", Text("false"), All, "partner callbacks over http and to private addresses"),
+    var("ACCESS_TOKEN_TTL_SECS", Text("3600"), All, "access token lifetime"),
+    var("REFRESH_TOKEN_TTL_SECS", Text("1209600"), All, "refresh token lifetime"),
+    var("AUTH_CACHE_TTL_SECS", Text("5"), Api, "reuse of a validated token (0: off)"),
+    var("SECTION1_LINK_TTL_SECS", Text("1209600"), All, "how long a Section 1 link works"),
+    var("PASSWORD_LINK_TTL_SECS", Text("259200"), All, "how long a set-password link works"),
+    var("SIGN_IN_USERNAME_FAILURES", Text("5"), Api, "sign-in failures per username, free"),
+    var("SIGN_IN_USERNAME_FORGET_SECS", Text("60"), Api, "one of them forgotten every"),
+    var("SIGN_IN_ADDRESS_FAILURES", Text("20"), Api, "sign-in failures per address, free"),
+    var("SIGN_IN_ADDRESS_FORGET_SECS", Text("12"), Api, "one of them forgotten every"),
+    var("SSN_WRITES_FREE", Text("5"), Api, "writes of an SSN without permission 12 per user and last four, free"),
+    var("SSN_WRITES_FORGET_SECS", Text("3600"), Api, "one of them forgotten every"),
+    var("TRUSTED_PROXIES", Unset, Api, "proxies whose X-Forwarded-For is believed"),
+    var("PASSWORD_HASH_CONCURRENCY", Computed("the number of cores"), Api, "password checks at once"),
+    var("PASSWORD_HASH_WAIT_SECS", Text("2"), Api, "wait for a password check before 503"),
+    var("HTTP_HEADER_TIMEOUT_SECS", Text("30"), Api, "a request head must arrive within"),
+    var("HTTP_MAX_CONNECTIONS", Text("4096"), Api, "connections served at once"),
+    var("HTTP_MAX_CONNECTIONS_PER_ADDRESS", Text("256"), Api, "connections per client address"),
+    var("API_NO_RELAY", Text("false"), Api, "run no outbox relay in i9-api (--no-relay)"),
+    var("WORKER_KINDS", Computed("every kind"), Worker, "job kinds to serve, comma-separated (--kinds)"),
+    var("WORKER_PREFETCH", Text("8"), Worker, "jobs in hand at once per kind (--prefetch)"),
+    var("JOB_MAX_ATTEMPTS", Text("12"), Worker, "attempts of a job before the dead letters"),
+    var("JOB_RETRY_BASE_SECS", Text("5"), Worker, "wait before a job's first retry, doubling"),
+    var("JOB_RETRY_CAP_SECS", Text("900"), Worker, "longest wait between a job's attempts"),
+    var("CALLBACK_MAX_ATTEMPTS", Text("30"), Worker, "attempts of a partner callback"),
+    var("CALLBACK_RETRY_BASE_SECS", Text("5"), Worker, "wait before a callback's first retry"),
+    var("CALLBACK_RETRY_CAP_SECS", Text("3600"), Worker, "longest wait between its attempts"),
+    var("WORKER_NO_RELAY", Text("false"), Worker, "run no outbox relay in i9-worker (--no-relay)"),
+    var("PURGE_INTERVAL_SECS", Text("600"), Worker, "how often expired rows are purged"),
+    var("RETENTION_IDEMPOTENCY_SECS", Text("86400"), Worker, "Idempotency-Key records kept"),
+    var("RETENTION_PROCESSED_JOBS_SECS", Text("2592000"), Worker, "job done-records kept"),
+    var("RETENTION_OUTBOX_SECS", Text("604800"), Worker, "published outbox rows kept"),
+    var("HOSTNAME", Computed("the kernel's host name"), Services, "this host's name in the process registry"),
+    var("RUST_LOG", Computed("the binary's own (info, ...)"), All, "log filter"),
+    var("LOG_FORMAT", Text("text"), All, "text, or json for JSON lines"),
+];
+
+/// Variables no longer read, refused at start with what replaced them.
+const RETIRED: &[(&str, &str)] = &[
+    (
+        "SIGN_IN_MAX_FAILURES",
+        "sign-in throttling is set with SIGN_IN_USERNAME_FAILURES, SIGN_IN_USERNAME_FORGET_SECS, \
+         SIGN_IN_ADDRESS_FAILURES and SIGN_IN_ADDRESS_FORGET_SECS (see the README)",
+    ),
+    (
+        "SIGN_IN_WINDOW_SECS",
+        "sign-in throttling is set with SIGN_IN_USERNAME_FAILURES, SIGN_IN_USERNAME_FORGET_SECS, \
+         SIGN_IN_ADDRESS_FAILURES and SIGN_IN_ADDRESS_FORGET_SECS (see the README)",
+    ),
+];
+
+/// The variables `binary` reads, for its `--help`.
+pub fn env_help(binary: Binary) -> String {
+    let mut out = String::from(
+        "Environment (README, \"Configuration\", says more; secrets also as NAME_FILE):\n",
+    );
+    for v in VARS.iter().filter(|v| v.readers.include(binary)) {
+        let default = match v.default {
+            Text(t) if v.secret && t.contains('@') => " [default: local]".to_owned(),
+            Text(t) => format!(" [default: {t}]"),
+            Computed(c) => format!(" [default: {c}]"),
+            Unset => String::new(),
+        };
+        out.push_str(&format!("  {:<33} {}{default}\n", v.name, v.help));
+    }
+    out.push_str("Booleans accept 1/0, true/false, yes/no, on/off.");
+    out
+}
+
+/// Where values come from: a variable's name to its value.
+pub trait Source {
+    fn get(&self, name: &str) -> Option<String>;
+}
+
+/// The process environment.
+pub struct Env;
+
+impl Source for Env {
+    fn get(&self, name: &str) -> Option<String> {
+        std::env::var(name).ok()
+    }
+}
+
+impl Source for HashMap<String, String> {
+    fn get(&self, name: &str) -> Option<String> {
+        HashMap::get(self, name).cloned()
+    }
+}
+
+/// Values given on the command line (`--kinds`, `--no-relay`, ...) under
+/// the name of the variable they stand for, before the environment.
+pub struct WithArgs<'a> {
+    pub args: Vec<(&'static str, String)>,
+    pub rest: &'a dyn Source,
+}
+
+impl Source for WithArgs<'_> {
+    fn get(&self, name: &str) -> Option<String> {
+        self.args
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.clone())
+            .or_else(|| self.rest.get(name))
+    }
+}
 
 #[derive(Clone)]
 pub struct Config {
@@ -60,10 +255,15 @@ pub struct Config {
     /// How long a binary waits at start for Postgres and RabbitMQ before it
     /// gives up (`common/src/startup.rs`).
     pub startup_timeout: Duration,
-    pub database_url: String,
+    /// May carry a password.
+    pub database_url: SecretString,
     pub database_max_connections: u32,
-    pub amqp_url: String,
-    pub smtp_url: Option<String>,
+    /// Carries the RabbitMQ credentials.
+    pub amqp_url: SecretString,
+    /// The prefix of the exchange and queue names (`common/src/amqp.rs`).
+    pub amqp_prefix: String,
+    /// May carry the relay's password; read by lettre (`workers/src/mailer.rs`).
+    pub smtp_url: Option<SecretString>,
     /// PEM root certificates trusted for the SMTP server besides the
     /// built-in ones (a private CA).
     pub smtp_ca_file: Option<PathBuf>,
@@ -75,9 +275,9 @@ pub struct Config {
     pub allow_private_callbacks: bool,
     /// AES-256-GCM keys for SSNs, partner signing secrets and Section 1 link
     /// tokens, the first current.
-    pub data_keys: KeyRing<[u8; 32]>,
+    pub data_keys: KeyRing<DataKey>,
     /// HMAC-SHA256 keys of the searchable SSN hash, the first current.
-    pub ssn_hash_keys: KeyRing<Vec<u8>>,
+    pub ssn_hash_keys: KeyRing<HashKey>,
     pub access_token_ttl: Duration,
     pub refresh_token_ttl: Duration,
     /// Sign-in throttling (docs/api.md, "Throttling"): failures a username
@@ -117,36 +317,105 @@ pub struct Config {
     pub retention_idempotency: Duration,
     pub retention_processed_jobs: Duration,
     pub retention_outbox: Duration,
+    pub log: LogSettings,
+    /// The name this host is listed under in the process registry
+    /// (`common/src/processes.rs`): `HOSTNAME` (set in containers), else the
+    /// kernel's.
+    pub host_name: String,
 }
 
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Keys and URLs with credentials stay out of debug output.
+        // Every field: the secrets' own Debug redacts them.
         f.debug_struct("Config")
             .field("production", &self.production)
+            .field("startup_timeout", &self.startup_timeout)
+            .field("database_url", &self.database_url)
+            .field("database_max_connections", &self.database_max_connections)
+            .field("amqp_url", &self.amqp_url)
+            .field("amqp_prefix", &self.amqp_prefix)
+            .field("smtp_url", &self.smtp_url)
+            .field("smtp_ca_file", &self.smtp_ca_file)
+            .field("smtp_allow_plaintext_auth", &self.smtp_allow_plaintext_auth)
+            .field("mail_dir", &self.mail_dir)
             .field("public_base_url", &self.public_base_url)
             .field("bind_addr", &self.bind_addr)
-            .field("smtp", &self.smtp_url.is_some())
             .field("allow_private_callbacks", &self.allow_private_callbacks)
-            .finish_non_exhaustive()
+            .field("data_keys", &self.data_keys)
+            .field("ssn_hash_keys", &self.ssn_hash_keys)
+            .field("access_token_ttl", &self.access_token_ttl)
+            .field("refresh_token_ttl", &self.refresh_token_ttl)
+            .field("sign_in_username", &self.sign_in_username)
+            .field("sign_in_address", &self.sign_in_address)
+            .field("ssn_writes", &self.ssn_writes)
+            .field("trusted_proxies", &self.trusted_proxies)
+            .field("password_hash_concurrency", &self.password_hash_concurrency)
+            .field("password_hash_wait", &self.password_hash_wait)
+            .field("http_header_timeout", &self.http_header_timeout)
+            .field("http_max_connections", &self.http_max_connections)
+            .field(
+                "http_max_connections_per_address",
+                &self.http_max_connections_per_address,
+            )
+            .field("section1_link_ttl", &self.section1_link_ttl)
+            .field("password_link_ttl", &self.password_link_ttl)
+            .field("auth_cache_ttl", &self.auth_cache_ttl)
+            .field("purge_interval", &self.purge_interval)
+            .field("retention_idempotency", &self.retention_idempotency)
+            .field("retention_processed_jobs", &self.retention_processed_jobs)
+            .field("retention_outbox", &self.retention_outbox)
+            .field("log", &self.log)
+            .field("host_name", &self.host_name)
+            .finish()
     }
 }
 
-fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+/// `RUST_LOG` and `LOG_FORMAT` (`common/src/telemetry.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LogSettings {
+    /// `RUST_LOG`, checked; None: the binary's default filter.
+    pub filter: Option<String>,
+    pub json: bool,
 }
 
-/// A secret from `NAME`, or from the file named by `NAME_FILE`.
-fn secret(name: &str) -> anyhow::Result<Option<String>> {
-    if let Some(v) = var(name) {
-        return Ok(Some(v));
-    }
-    if let Some(path) = var(&format!("{name}_FILE")) {
-        let v = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {name}_FILE ({path})"))?;
-        return Ok(Some(v.trim().to_owned()));
-    }
-    Ok(None)
+/// `i9-api`'s own settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiSettings {
+    /// Run no outbox relay in this process (`API_NO_RELAY`, `--no-relay`).
+    pub no_relay: bool,
+}
+
+/// `i9-worker`'s own settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerSettings {
+    /// The job kinds this worker serves (`WORKER_KINDS`, `--kinds`).
+    pub kinds: Vec<JobKind>,
+    /// Jobs in hand at once per kind.
+    pub prefetch: u16,
+    /// I-9 creation and emails (`JOB_*`).
+    pub retry: RetryPolicy,
+    /// Partner status callbacks (`CALLBACK_*`).
+    pub callback_retry: RetryPolicy,
+    /// Run no outbox relay in this process (`WORKER_NO_RELAY`, `--no-relay`).
+    pub no_relay: bool,
+}
+
+/// What [`read`] gives: the shared configuration, and the settings of the
+/// binary it read for (the other binaries' are their defaults).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub config: Config,
+    pub api: ApiSettings,
+    pub worker: WorkerSettings,
+}
+
+/// The throttling of one kind of key (docs/api.md, "Throttling").
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThrottleLimit {
+    /// Failures allowed before the delays start.
+    pub free_failures: u32,
+    /// One failure is forgotten every `forget` (the level leaks linearly).
+    pub forget: Duration,
 }
 
 /// The words a boolean setting accepts, in any case: the same as the
@@ -167,58 +436,178 @@ pub fn bool_word(value: &str) -> Option<bool> {
     }
 }
 
-fn parse_bool(name: &str, default: bool) -> anyhow::Result<bool> {
-    match var(name) {
-        None => Ok(default),
-        Some(v) => bool_word(&v).with_context(|| {
-            format!("{name} must be true or false (1/0, yes/no, on/off), not {v:?}")
-        }),
+/// Reads variables from a source for one binary, collecting every error.
+struct Reader<'a> {
+    source: &'a dyn Source,
+    binary: Binary,
+    errors: Vec<String>,
+}
+
+impl Reader<'_> {
+    fn spec(&mut self, name: &str) -> Option<&'static Var> {
+        let spec = VARS.iter().find(|v| v.name == name);
+        if spec.is_none() {
+            self.errors
+                .push(format!("{name} is read but not listed in config::VARS"));
+        }
+        spec
+    }
+
+    /// The value set for `name` (or, for a secret, in the file `NAME_FILE`);
+    /// None when unset or blank.
+    fn set(&mut self, name: &str) -> Option<String> {
+        let spec = self.spec(name)?;
+        let value = self.source.get(name).filter(|v| !v.trim().is_empty());
+        if value.is_some() || !spec.secret {
+            return value;
+        }
+        let path = self
+            .source
+            .get(&format!("{name}_FILE"))
+            .filter(|v| !v.trim().is_empty())?;
+        match std::fs::read_to_string(&path) {
+            Ok(v) => Some(v.trim().to_owned()).filter(|v| !v.is_empty()),
+            Err(e) => {
+                self.errors
+                    .push(format!("reading {name}_FILE ({path}): {e}"));
+                None
+            }
+        }
+    }
+
+    /// `name` parsed by `parse`, its default text when unset; None when
+    /// unset without one, or invalid (the error is kept).
+    fn get<T>(
+        &mut self,
+        name: &str,
+        parse: impl FnOnce(&str, &str) -> anyhow::Result<T>,
+    ) -> Option<T> {
+        let spec = self.spec(name)?;
+        if !spec.readers.include(self.binary) {
+            // Another binary's setting: its default, never an error here.
+            return match spec.default {
+                Text(t) => parse(name, t).ok(),
+                Computed(_) | Unset => None,
+            };
+        }
+        let text = match (self.set(name), spec.default) {
+            (Some(v), _) => v,
+            (None, Text(t)) => t.to_owned(),
+            (None, Computed(_) | Unset) => return None,
+        };
+        match parse(name, &text) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                self.errors.push(format!("{e:#}"));
+                None
+            }
+        }
+    }
+
+    fn secs(&mut self, name: &str) -> Duration {
+        self.get(name, parse_secs).unwrap_or_default()
+    }
+
+    fn boolean(&mut self, name: &str) -> bool {
+        self.get(name, parse_bool).unwrap_or_default()
+    }
+
+    fn count(&mut self, name: &str) -> u32 {
+        self.get(name, |n, v| {
+            parse_count(n, v)?
+                .try_into()
+                .map_err(|_| anyhow!("{n} is too large"))
+        })
+        .unwrap_or_default()
+    }
+
+    fn positive(&mut self, name: &str) -> usize {
+        self.get(name, |n, v| {
+            parse_positive(n, v)?
+                .try_into()
+                .map_err(|_| anyhow!("{n} is too large"))
+        })
+        .unwrap_or(1)
+    }
+
+    fn secret(&mut self, name: &str, check: fn(&str) -> anyhow::Result<()>) -> SecretString {
+        self.get(name, |_, v| {
+            check(v)?;
+            Ok(SecretString::from(v.to_owned()))
+        })
+        .unwrap_or_default()
+    }
+
+    fn throttle(&mut self, free: &str, forget: &str) -> ThrottleLimit {
+        ThrottleLimit {
+            free_failures: self.count(free),
+            forget: self.secs(forget),
+        }
+    }
+
+    fn retry(&mut self, prefix: &str, template: RetryPolicy) -> RetryPolicy {
+        let max_attempts = self
+            .get(&format!("{prefix}_MAX_ATTEMPTS"), |n, v| {
+                u32::try_from(parse_positive(n, v)?).map_err(|_| anyhow!("{n} is too large"))
+            })
+            .unwrap_or(template.max_attempts);
+        let base = self.get(&format!("{prefix}_RETRY_BASE_SECS"), parse_secs);
+        let cap = self.get(&format!("{prefix}_RETRY_CAP_SECS"), parse_secs);
+        if let (Some(base), Some(cap)) = (base, cap) {
+            if base > cap {
+                self.errors.push(format!(
+                    "{prefix}_RETRY_BASE_SECS ({}) must not exceed {prefix}_RETRY_CAP_SECS ({})",
+                    base.as_secs(),
+                    cap.as_secs()
+                ));
+            }
+        }
+        RetryPolicy {
+            max_attempts,
+            base: base.unwrap_or(template.base),
+            cap: cap.unwrap_or(template.cap),
+            ..template
+        }
+    }
+
+    fn finish(self) -> anyhow::Result<()> {
+        if self.errors.is_empty() {
+            Ok(())
+        } else {
+            bail!("{}", self.errors.join("; "))
+        }
     }
 }
 
-fn parse_secs(name: &str, default: u64) -> anyhow::Result<Duration> {
-    match var(name) {
-        None => Ok(Duration::from_secs(default)),
-        Some(v) => v
-            .parse::<u64>()
-            .ok()
-            .filter(|s| *s > 0)
-            .map(Duration::from_secs)
-            .with_context(|| format!("{name} must be a positive number of seconds")),
-    }
+fn parse_bool(name: &str, v: &str) -> anyhow::Result<bool> {
+    bool_word(v)
+        .with_context(|| format!("{name} must be true or false (1/0, yes/no, on/off), not {v:?}"))
 }
 
-/// The throttling of one kind of key (docs/api.md, "Throttling").
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ThrottleLimit {
-    /// Failures allowed before the delays start.
-    pub free_failures: u32,
-    /// One failure is forgotten every `forget` (the level leaks linearly).
-    pub forget: Duration,
+fn parse_secs(name: &str, v: &str) -> anyhow::Result<Duration> {
+    v.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|s| *s > 0)
+        .map(Duration::from_secs)
+        .with_context(|| format!("{name} must be a positive number of seconds"))
 }
 
-fn parse_count(name: &str, default: u64) -> anyhow::Result<u64> {
-    match var(name) {
-        None => Ok(default),
-        Some(v) => v
-            .trim()
-            .parse::<u64>()
-            .with_context(|| format!("{name} must be a whole number, not {v:?}")),
-    }
+fn parse_count(name: &str, v: &str) -> anyhow::Result<u64> {
+    v.trim()
+        .parse::<u64>()
+        .with_context(|| format!("{name} must be a whole number, not {v:?}"))
 }
 
-fn parse_positive(name: &str, default: u64) -> anyhow::Result<u64> {
-    let n = parse_count(name, default)?;
+fn parse_positive(name: &str, v: &str) -> anyhow::Result<u64> {
+    let n = parse_count(name, v)?;
     if n == 0 {
         bail!("{name} must be at least 1");
     }
     Ok(n)
 }
 
-fn parse_proxies(name: &str) -> anyhow::Result<Vec<ipnet::IpNet>> {
-    let Some(list) = var(name) else {
-        return Ok(Vec::new());
-    };
+fn parse_proxies(name: &str, list: &str) -> anyhow::Result<Vec<ipnet::IpNet>> {
     list.split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -260,27 +649,97 @@ fn parse_proxy(name: &str, s: &str) -> anyhow::Result<ipnet::IpNet> {
     Ok(net)
 }
 
+/// The scheme of `url`, lower case, if it looks like one (never the rest:
+/// the URL may carry a password).
+fn scheme_of(url: &str) -> Option<String> {
+    let (scheme, _) = url.split_once("://")?;
+    (scheme.len() <= 20
+        && !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)))
+    .then(|| scheme.to_ascii_lowercase())
+}
+
 /// `DATABASE_URL` must be a Postgres URL: its scheme is checked here, so
 /// that `mysql://…` or `http://…` stops a binary at start naming the
 /// setting (sqlx reads the rest: host, port, database, `sslmode`, ...).
 /// The URL itself is never printed: it may carry a password.
 fn check_database_url(url: &str) -> anyhow::Result<()> {
-    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
-    match scheme.as_deref() {
+    match scheme_of(url).as_deref() {
         Some("postgres" | "postgresql") => Ok(()),
-        Some(other)
-            if other.len() <= 20
-                && other
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
-        {
+        Some(other) => {
             bail!("DATABASE_URL must be a postgres:// or postgresql:// URL, not {other}://")
         }
-        _ => bail!(
+        None => bail!(
             "DATABASE_URL must be a postgres:// or postgresql:// URL \
              (postgres://user:password@host:5432/database)"
         ),
     }
+}
+
+/// `AMQP_URL` must be an AMQP URL (lapin reads the rest); never printed.
+fn check_amqp_url(url: &str) -> anyhow::Result<()> {
+    match scheme_of(url).as_deref() {
+        Some("amqp" | "amqps") => Ok(()),
+        Some(other) => bail!("AMQP_URL must be an amqp:// or amqps:// URL, not {other}://"),
+        None => bail!(
+            "AMQP_URL must be an amqp:// or amqps:// URL (amqp://user:password@host:5672/%2f)"
+        ),
+    }
+}
+
+fn check_amqp_prefix(name: &str, prefix: &str) -> anyhow::Result<String> {
+    if prefix.len() > MAX_PREFIX_BYTES {
+        bail!(
+            "{name} is {} bytes long; at most {MAX_PREFIX_BYTES} fit (an AMQP name is at most \
+             255 bytes)",
+            prefix.len()
+        );
+    }
+    Ok(prefix.to_owned())
+}
+
+/// The kinds named by `WORKER_KINDS` / `--kinds`; a list that names none
+/// (`,`) is refused rather than read as every kind.
+fn parse_kinds(name: &str, list: &str) -> anyhow::Result<Vec<JobKind>> {
+    let all = || JobKind::ALL.map(|k| k.name()).join(", ");
+    let names: Vec<&str> = list
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .collect();
+    if names.is_empty() {
+        bail!(
+            "{name} (or --kinds) names no job kind; name some ({}), or leave it unset for every \
+             kind",
+            all()
+        );
+    }
+    let mut kinds = Vec::new();
+    for n in names {
+        let kind = JobKind::parse(n)
+            .with_context(|| format!("{name}: unknown job kind {n:?}; kinds are: {}", all()))?;
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    kinds.sort_by_key(|k| k.name());
+    Ok(kinds)
+}
+
+fn parse_log_format(name: &str, v: &str) -> anyhow::Result<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "json" => Ok(true),
+        "text" => Ok(false),
+        _ => bail!("{name} must be text or json, not {v:?}"),
+    }
+}
+
+fn parse_log_filter(name: &str, v: &str) -> anyhow::Result<String> {
+    tracing_subscriber::EnvFilter::try_new(v)
+        .map_err(|e| anyhow!("{name} is not a log filter ({e}), e.g. info,sqlx=warn"))?;
+    Ok(v.to_owned())
 }
 
 /// The cores this process may use (the default hashing concurrency).
@@ -288,261 +747,273 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 
-impl Config {
-    pub fn from_env() -> anyhow::Result<Self> {
-        let app_env = var("APP_ENV");
-        let production = !keys::is_development(app_env.as_deref());
-        let keys = Keys::from_settings(app_env.as_deref(), secret)?;
+/// Every setting `binary` reads, from `source`; the settings of the other
+/// binaries keep their defaults. An error names every invalid variable.
+pub fn read(binary: Binary, source: &dyn Source) -> anyhow::Result<Settings> {
+    let mut r = Reader {
+        source,
+        binary,
+        errors: Vec::new(),
+    };
+    for (old, instead) in RETIRED {
+        if source.get(old).is_some_and(|v| !v.trim().is_empty()) {
+            r.errors.push(format!("{old} is no longer read: {instead}"));
+        }
+    }
 
-        let bind_addr = var("BIND_ADDR")
-            .unwrap_or_else(|| "127.0.0.1:8080".to_owned())
-            .parse()
-            .context("BIND_ADDR must be host:port, e.g. 127.0.0.1:8080")?;
-        let public_base_url = var("PUBLIC_BASE_URL")
-            .unwrap_or_else(|| format!("http://{bind_addr}"))
-            .trim_end_matches('/')
-            .to_owned();
+    let app_env = r.get("APP_ENV", |_, v| Ok(v.to_owned()));
+    let production = !keys::is_development(app_env.as_deref());
+    let key_names = [
+        "DATA_ENCRYPTION_KEYS",
+        "DATA_ENCRYPTION_KEY",
+        "SSN_HASH_KEYS",
+        "SSN_HASH_KEY",
+    ];
+    let key_settings: HashMap<&str, String> = key_names
+        .into_iter()
+        .filter_map(|n| Some((n, r.set(n)?)))
+        .collect();
+    let keys = match Keys::from_settings(app_env.as_deref(), |name| {
+        Ok(key_settings.get(name).cloned())
+    }) {
+        Ok(keys) => keys,
+        Err(e) => {
+            r.errors.push(format!("{e:#}"));
+            Keys::development()
+        }
+    };
 
-        let database_url =
-            secret("DATABASE_URL")?.unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned());
-        check_database_url(&database_url)?;
+    let bind_addr = r
+        .get("BIND_ADDR", |n, v| {
+            v.trim()
+                .parse::<SocketAddr>()
+                .with_context(|| format!("{n} must be host:port, e.g. 127.0.0.1:8080"))
+        })
+        .unwrap_or_else(|| ([127, 0, 0, 1], 8080).into());
+    let public_base_url = r
+        .get("PUBLIC_BASE_URL", |_, v| Ok(v.trim().to_owned()))
+        .unwrap_or_else(|| format!("http://{bind_addr}"))
+        .trim_end_matches('/')
+        .to_owned();
 
-        for old in ["SIGN_IN_MAX_FAILURES", "SIGN_IN_WINDOW_SECS"] {
-            if var(old).is_some() {
-                bail!(
-                    "{old} is no longer read: sign-in throttling is set with \
-                     SIGN_IN_USERNAME_FAILURES, SIGN_IN_USERNAME_FORGET_SECS, \
-                     SIGN_IN_ADDRESS_FAILURES and SIGN_IN_ADDRESS_FORGET_SECS (see the README)"
-                );
+    let config = Config {
+        production,
+        startup_timeout: r.secs("STARTUP_TIMEOUT_SECS"),
+        database_url: r.secret("DATABASE_URL", check_database_url),
+        database_max_connections: r
+            .get("DATABASE_MAX_CONNECTIONS", |n, v| {
+                u32::try_from(parse_positive(n, v)?).map_err(|_| anyhow!("{n} is too large"))
+            })
+            .unwrap_or(1),
+        amqp_url: r.secret("AMQP_URL", check_amqp_url),
+        amqp_prefix: r.get("AMQP_PREFIX", check_amqp_prefix).unwrap_or_default(),
+        smtp_url: r.get("SMTP_URL", |_, v| Ok(SecretString::from(v.to_owned()))),
+        smtp_ca_file: r.get("SMTP_CA_FILE", |_, v| Ok(PathBuf::from(v.trim()))),
+        smtp_allow_plaintext_auth: r.boolean("SMTP_ALLOW_PLAINTEXT_AUTH"),
+        mail_dir: r
+            .get("MAIL_DIR", |_, v| Ok(PathBuf::from(v.trim())))
+            .unwrap_or_default(),
+        public_base_url,
+        bind_addr,
+        allow_private_callbacks: r.boolean("ALLOW_PRIVATE_CALLBACKS"),
+        data_keys: keys.data,
+        ssn_hash_keys: keys.ssn_hash,
+        access_token_ttl: r.secs("ACCESS_TOKEN_TTL_SECS"),
+        refresh_token_ttl: r.secs("REFRESH_TOKEN_TTL_SECS"),
+        sign_in_username: r.throttle("SIGN_IN_USERNAME_FAILURES", "SIGN_IN_USERNAME_FORGET_SECS"),
+        sign_in_address: r.throttle("SIGN_IN_ADDRESS_FAILURES", "SIGN_IN_ADDRESS_FORGET_SECS"),
+        ssn_writes: r.throttle("SSN_WRITES_FREE", "SSN_WRITES_FORGET_SECS"),
+        trusted_proxies: r.get("TRUSTED_PROXIES", parse_proxies).unwrap_or_default(),
+        password_hash_concurrency: r
+            .get("PASSWORD_HASH_CONCURRENCY", |n, v| {
+                usize::try_from(parse_positive(n, v)?).map_err(|_| anyhow!("{n} is too large"))
+            })
+            .unwrap_or_else(cores),
+        password_hash_wait: r.secs("PASSWORD_HASH_WAIT_SECS"),
+        http_header_timeout: r.secs("HTTP_HEADER_TIMEOUT_SECS"),
+        http_max_connections: r.positive("HTTP_MAX_CONNECTIONS"),
+        http_max_connections_per_address: r.positive("HTTP_MAX_CONNECTIONS_PER_ADDRESS"),
+        section1_link_ttl: r.secs("SECTION1_LINK_TTL_SECS"),
+        password_link_ttl: r.secs("PASSWORD_LINK_TTL_SECS"),
+        auth_cache_ttl: r
+            .get("AUTH_CACHE_TTL_SECS", |n, v| match v.trim() {
+                "0" => Ok(Duration::ZERO),
+                _ => parse_secs(n, v),
+            })
+            .unwrap_or_default(),
+        purge_interval: r.secs("PURGE_INTERVAL_SECS"),
+        retention_idempotency: r.secs("RETENTION_IDEMPOTENCY_SECS"),
+        retention_processed_jobs: r.secs("RETENTION_PROCESSED_JOBS_SECS"),
+        retention_outbox: r.secs("RETENTION_OUTBOX_SECS"),
+        log: LogSettings {
+            filter: r.get("RUST_LOG", parse_log_filter),
+            json: r.get("LOG_FORMAT", parse_log_format).unwrap_or_default(),
+        },
+        host_name: r
+            .get("HOSTNAME", |_, v| Ok(v.trim().to_owned()))
+            .or_else(|| {
+                std::fs::read_to_string("/proc/sys/kernel/hostname")
+                    .ok()
+                    .map(|h| h.trim().to_owned())
+                    .filter(|h| !h.is_empty())
+            })
+            .unwrap_or_else(|| "unknown".to_owned()),
+    };
+    let api = ApiSettings {
+        no_relay: r.boolean("API_NO_RELAY"),
+    };
+    // A blank value is unset, but a list of only spaces was written to name
+    // kinds and names none: refused as `,` is (empty is unset, as clap read it).
+    let set = (binary == Binary::Worker).then(|| source.get("WORKER_KINDS"));
+    let kinds = match set.flatten() {
+        Some(v) if !v.is_empty() && v.trim().is_empty() => {
+            if let Err(e) = parse_kinds("WORKER_KINDS", &v) {
+                r.errors.push(format!("{e:#}"));
+            }
+            None
+        }
+        _ => r.get("WORKER_KINDS", parse_kinds),
+    };
+    let worker = WorkerSettings {
+        kinds: kinds.unwrap_or_else(|| JobKind::ALL.to_vec()),
+        prefetch: r
+            .get("WORKER_PREFETCH", |n, v| {
+                u16::try_from(parse_positive(n, v)?)
+                    .map_err(|_| anyhow!("{n} must be at most {}", u16::MAX))
+            })
+            .unwrap_or(1),
+        retry: r.retry("JOB", RetryPolicy::JOBS),
+        callback_retry: r.retry("CALLBACK", RetryPolicy::CALLBACKS),
+        no_relay: r.boolean("WORKER_NO_RELAY"),
+    };
+    if binary == Binary::Worker {
+        if let Some(url) = &config.smtp_url {
+            if let Err(e) = SmtpSecurity::check(
+                url,
+                config.smtp_allow_plaintext_auth,
+                config.smtp_ca_file.is_some(),
+            ) {
+                r.errors.push(e);
             }
         }
+    }
+    r.finish()?;
+    Ok(Settings {
+        config,
+        api,
+        worker,
+    })
+}
 
-        Ok(Self {
-            production,
-            startup_timeout: parse_secs("STARTUP_TIMEOUT_SECS", 60)?,
-            database_url,
-            database_max_connections: var("DATABASE_MAX_CONNECTIONS")
-                .map(|v| v.parse())
-                .transpose()
-                .context("DATABASE_MAX_CONNECTIONS must be a number")?
-                .unwrap_or(20),
-            amqp_url: secret("AMQP_URL")?.unwrap_or_else(|| DEFAULT_AMQP_URL.to_owned()),
-            smtp_url: secret("SMTP_URL")?,
-            smtp_ca_file: var("SMTP_CA_FILE").map(PathBuf::from),
-            smtp_allow_plaintext_auth: parse_bool("SMTP_ALLOW_PLAINTEXT_AUTH", false)?,
-            mail_dir: var("MAIL_DIR")
-                .unwrap_or_else(|| "mail-out".to_owned())
-                .into(),
-            public_base_url,
-            bind_addr,
-            allow_private_callbacks: parse_bool("ALLOW_PRIVATE_CALLBACKS", false)?,
-            data_keys: keys.data,
-            ssn_hash_keys: keys.ssn_hash,
-            access_token_ttl: parse_secs("ACCESS_TOKEN_TTL_SECS", 3600)?,
-            refresh_token_ttl: parse_secs("REFRESH_TOKEN_TTL_SECS", 14 * 24 * 3600)?,
-            sign_in_username: ThrottleLimit {
-                free_failures: parse_count("SIGN_IN_USERNAME_FAILURES", 5)?
-                    .try_into()
-                    .context("SIGN_IN_USERNAME_FAILURES is too large")?,
-                forget: parse_secs("SIGN_IN_USERNAME_FORGET_SECS", 60)?,
-            },
-            sign_in_address: ThrottleLimit {
-                free_failures: parse_count("SIGN_IN_ADDRESS_FAILURES", 20)?
-                    .try_into()
-                    .context("SIGN_IN_ADDRESS_FAILURES is too large")?,
-                forget: parse_secs("SIGN_IN_ADDRESS_FORGET_SECS", 12)?,
-            },
-            ssn_writes: ThrottleLimit {
-                free_failures: parse_count("SSN_WRITES_FREE", 5)?
-                    .try_into()
-                    .context("SSN_WRITES_FREE is too large")?,
-                forget: parse_secs("SSN_WRITES_FORGET_SECS", 3600)?,
-            },
-            trusted_proxies: parse_proxies("TRUSTED_PROXIES")?,
-            password_hash_concurrency: parse_positive("PASSWORD_HASH_CONCURRENCY", cores() as u64)?
-                .try_into()
-                .context("PASSWORD_HASH_CONCURRENCY is too large")?,
-            password_hash_wait: parse_secs("PASSWORD_HASH_WAIT_SECS", 2)?,
-            http_header_timeout: parse_secs("HTTP_HEADER_TIMEOUT_SECS", 30)?,
-            http_max_connections: parse_positive("HTTP_MAX_CONNECTIONS", 4096)?
-                .try_into()
-                .context("HTTP_MAX_CONNECTIONS is too large")?,
-            http_max_connections_per_address: parse_positive(
-                "HTTP_MAX_CONNECTIONS_PER_ADDRESS",
-                256,
-            )?
-            .try_into()
-            .context("HTTP_MAX_CONNECTIONS_PER_ADDRESS is too large")?,
-            section1_link_ttl: parse_secs("SECTION1_LINK_TTL_SECS", 14 * 24 * 3600)?,
-            password_link_ttl: parse_secs("PASSWORD_LINK_TTL_SECS", 72 * 3600)?,
-            auth_cache_ttl: match var("AUTH_CACHE_TTL_SECS").as_deref() {
-                Some("0") => Duration::ZERO,
-                _ => parse_secs("AUTH_CACHE_TTL_SECS", 5)?,
-            },
-            purge_interval: parse_secs("PURGE_INTERVAL_SECS", 600)?,
-            retention_idempotency: parse_secs("RETENTION_IDEMPOTENCY_SECS", 24 * 3600)?,
-            retention_processed_jobs: parse_secs("RETENTION_PROCESSED_JOBS_SECS", 30 * 24 * 3600)?,
-            retention_outbox: parse_secs("RETENTION_OUTBOX_SECS", 7 * 24 * 3600)?,
-        })
+impl Config {
+    /// The shared settings from the environment (`i9-admin`); the services
+    /// read theirs with [`ApiSettings::from_env`] and [`WorkerSettings::from_env`].
+    pub fn from_env() -> anyhow::Result<Self> {
+        Ok(read(Binary::Admin, &Env)?.config)
     }
 
-    /// A configuration for tests: development keys and defaults, the given
-    /// database, and `AMQP_URL` from the environment if set.
+    /// A configuration for tests, read as the binaries read theirs, from
+    /// `APP_ENV=development` (the development keys), `DATABASE_URL`, and
+    /// `AMQP_URL` from the environment if set; every other setting its
+    /// default.
     pub fn for_tests(database_url: &str) -> Self {
-        let mut c = Self::dev_defaults();
-        database_url.clone_into(&mut c.database_url);
-        if let Some(url) = var("AMQP_URL") {
-            c.amqp_url = url;
+        let mut vars = HashMap::from([("APP_ENV".to_owned(), "development".to_owned())]);
+        if !database_url.is_empty() {
+            vars.insert("DATABASE_URL".to_owned(), database_url.to_owned());
         }
-        c
+        if let Some(url) = Env.get("AMQP_URL").filter(|v| !v.trim().is_empty()) {
+            vars.insert("AMQP_URL".to_owned(), url);
+        }
+        match read(Binary::Worker, &vars) {
+            Ok(settings) => settings.config,
+            Err(e) => panic!("the test configuration does not read: {e:#}"),
+        }
     }
+}
 
-    fn dev_defaults() -> Self {
-        let keys = Keys::development();
-        Self {
-            production: false,
-            startup_timeout: Duration::from_secs(60),
-            database_url: DEFAULT_DATABASE_URL.to_owned(),
-            database_max_connections: 20,
-            amqp_url: DEFAULT_AMQP_URL.to_owned(),
-            smtp_url: None,
-            smtp_ca_file: None,
-            smtp_allow_plaintext_auth: false,
-            mail_dir: "mail-out".into(),
-            public_base_url: "http://127.0.0.1:8080".to_owned(),
-            bind_addr: ([127, 0, 0, 1], 8080).into(),
-            allow_private_callbacks: false,
-            data_keys: keys.data,
-            ssn_hash_keys: keys.ssn_hash,
-            access_token_ttl: Duration::from_secs(3600),
-            refresh_token_ttl: Duration::from_secs(14 * 24 * 3600),
-            sign_in_username: ThrottleLimit {
-                free_failures: 5,
-                forget: Duration::from_secs(60),
-            },
-            sign_in_address: ThrottleLimit {
-                free_failures: 20,
-                forget: Duration::from_secs(12),
-            },
-            ssn_writes: ThrottleLimit {
-                free_failures: 5,
-                forget: Duration::from_secs(3600),
-            },
-            trusted_proxies: Vec::new(),
-            password_hash_concurrency: cores(),
-            password_hash_wait: Duration::from_secs(2),
-            http_header_timeout: Duration::from_secs(30),
-            http_max_connections: 4096,
-            http_max_connections_per_address: 256,
-            section1_link_ttl: Duration::from_secs(14 * 24 * 3600),
-            password_link_ttl: Duration::from_secs(72 * 3600),
-            auth_cache_ttl: Duration::from_secs(5),
-            purge_interval: Duration::from_secs(600),
-            retention_idempotency: Duration::from_secs(24 * 3600),
-            retention_processed_jobs: Duration::from_secs(30 * 24 * 3600),
-            retention_outbox: Duration::from_secs(7 * 24 * 3600),
+impl ApiSettings {
+    /// `i9-api`'s configuration: the environment, `args` (the command line,
+    /// under the names of the variables they stand for) first.
+    pub fn from_env(args: Vec<(&'static str, String)>) -> anyhow::Result<(Config, Self)> {
+        let s = read(Binary::Api, &WithArgs { args, rest: &Env })?;
+        Ok((s.config, s.api))
+    }
+}
+
+impl WorkerSettings {
+    /// `i9-worker`'s configuration: the environment, `args` first.
+    pub fn from_env(args: Vec<(&'static str, String)>) -> anyhow::Result<(Config, Self)> {
+        let s = read(Binary::Worker, &WithArgs { args, rest: &Env })?;
+        Ok((s.config, s.worker))
+    }
+}
+
+/// How an `SMTP_URL` protects the connection: lettre's forms
+/// (`AsyncSmtpTransport::from_url`, which reads the URL itself), told apart
+/// here only to refuse credentials without TLS and to keep the form when
+/// `SMTP_CA_FILE` adds roots (docs/operations.md, "Mail").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmtpSecurity {
+    /// `smtp://`: no TLS.
+    Plain,
+    /// `smtp://…?tls=opportunistic`: STARTTLS when offered, clear otherwise
+    /// (an attacker on the path can strip the offer).
+    Opportunistic,
+    /// `smtp://…?tls=required`: STARTTLS or no mail.
+    StartTls,
+    /// `smtps://`: TLS from the first byte.
+    Implicit,
+}
+
+/// The forms of `SMTP_URL`, for its errors.
+pub const SMTP_URL_FORMS: &str = "smtps://user:password@host[:465], \
+smtp://user:password@host[:587]?tls=required, or smtp://host[:25] for a relay without TLS";
+
+impl SmtpSecurity {
+    /// The form of `url`, and its host, checked against the rules of
+    /// docs/operations.md ("Mail"). Errors name the settings, never the URL.
+    pub fn check(
+        url: &SecretString,
+        allow_plaintext_auth: bool,
+        ca_file: bool,
+    ) -> Result<(Self, String), String> {
+        let parsed = url::Url::parse(url.expose_secret())
+            .map_err(|_| format!("SMTP_URL is not a URL; use {SMTP_URL_FORMS}"))?;
+        let tls = parsed
+            .query_pairs()
+            .find(|(k, _)| k == "tls")
+            .map(|(_, v)| v.into_owned());
+        let security = match (parsed.scheme(), tls.as_deref()) {
+            ("smtps", None | Some("required")) => Self::Implicit,
+            ("smtp", Some("required")) => Self::StartTls,
+            ("smtp", Some("opportunistic")) => Self::Opportunistic,
+            ("smtp", None) => Self::Plain,
+            _ => {
+                return Err(format!(
+                    "SMTP_URL has an unknown scheme or tls= value; use {SMTP_URL_FORMS}"
+                ))
+            }
+        };
+        let encrypted = matches!(security, Self::StartTls | Self::Implicit);
+        if parsed.password().is_some() && !encrypted && !allow_plaintext_auth {
+            return Err(
+                "SMTP_URL carries a user name and password but no TLS, so they would cross the \
+                 network in clear: use smtps:// (TLS from the start) or smtp://…?tls=required \
+                 (STARTTLS), or set SMTP_ALLOW_PLAINTEXT_AUTH=true for a relay on this host"
+                    .to_owned(),
+            );
         }
+        let host = parsed
+            .host_str()
+            .filter(|h| !h.is_empty())
+            .ok_or_else(|| format!("SMTP_URL needs a host; use {SMTP_URL_FORMS}"))?
+            .to_owned();
+        if ca_file && security == Self::Plain {
+            return Err("SMTP_CA_FILE is set but SMTP_URL uses no TLS".to_owned());
+        }
+        Ok((security, host))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn booleans_accept_every_usual_word() {
-        for w in ["1", "true", "TRUE", "yes", "on", " On "] {
-            assert_eq!(bool_word(w), Some(true), "{w}");
-        }
-        for w in ["0", "false", "No", "off"] {
-            assert_eq!(bool_word(w), Some(false), "{w}");
-        }
-        for w in ["", "2", "enable", "truthy"] {
-            assert_eq!(bool_word(w), None, "{w}");
-        }
-    }
-
-    #[test]
-    fn trusted_proxies_are_addresses_or_networks() {
-        let name = "I9_TEST_TRUSTED_PROXIES_PARSE";
-        std::env::set_var(name, " 10.0.0.0/8, 192.0.2.7 ,::1,");
-        let nets = parse_proxies(name).unwrap();
-        assert_eq!(
-            nets,
-            vec![
-                "10.0.0.0/8".parse::<ipnet::IpNet>().unwrap(),
-                "192.0.2.7/32".parse().unwrap(),
-                "::1/128".parse().unwrap(),
-            ]
-        );
-        std::env::set_var(name, "10.0.0.0/8, proxy.local");
-        let e = parse_proxies(name).unwrap_err().to_string();
-        assert!(e.contains("proxy.local"), "{e}");
-        std::env::remove_var(name);
-        assert!(parse_proxies(name).unwrap().is_empty());
-    }
-
-    #[test]
-    fn a_proxy_network_of_every_address_is_refused() {
-        for all in ["0.0.0.0/0", "::/0", "10.0.0.0/0"] {
-            let e = parse_proxy("TRUSTED_PROXIES", all).unwrap_err().to_string();
-            assert!(
-                e.starts_with("TRUSTED_PROXIES: ") && e.contains("is every address"),
-                "{all}: {e}"
-            );
-        }
-        assert!(parse_proxy("TRUSTED_PROXIES", "0.0.0.0/1").is_ok());
-        assert!(parse_proxy("TRUSTED_PROXIES", "0.0.0.0").is_ok());
-    }
-
-    #[test]
-    fn a_prefix_length_out_of_range_is_named_as_such() {
-        for (net, expect) in [
-            (
-                "10.0.0.0/33",
-                "prefix length of 33, out of range: an IPv4 network's is 0 to 32",
-            ),
-            (
-                "2001:db8::/129",
-                "prefix length of 129, out of range: an IPv6 network's is 0 to 128",
-            ),
-        ] {
-            let e = parse_proxy("TRUSTED_PROXIES", net).unwrap_err().to_string();
-            assert!(e.contains(expect), "{net}: {e}");
-        }
-        for bad in ["10.0.0.0/x", "10.0.0/8", "proxy.local"] {
-            let e = parse_proxy("TRUSTED_PROXIES", bad).unwrap_err().to_string();
-            assert!(
-                e.contains("must list IP addresses or networks"),
-                "{bad}: {e}"
-            );
-        }
-    }
-
-    #[test]
-    fn the_database_url_must_be_a_postgres_url() {
-        for ok in [
-            "postgres://u:p@db:5432/i9",
-            "postgresql://db/i9?sslmode=verify-full&sslrootcert=/etc/ca.pem",
-            "POSTGRES://db/i9",
-        ] {
-            assert!(check_database_url(ok).is_ok(), "{ok}");
-        }
-        for (bad, expect) in [
-            ("mysql://u:hunter2@db/i9", "not mysql://"),
-            ("http://u:hunter2@db/i9", "not http://"),
-            (
-                "db:5432/i9 hunter2",
-                "(postgres://user:password@host:5432/database)",
-            ),
-        ] {
-            let e = check_database_url(bad).unwrap_err().to_string();
-            assert!(
-                e.starts_with("DATABASE_URL must be a postgres:// or postgresql:// URL")
-                    && e.contains(expect),
-                "{bad}: {e}"
-            );
-            assert!(!e.contains("hunter2"), "{e}");
-        }
-    }
-}
+mod tests;

@@ -33,9 +33,11 @@ use hmac::{Hmac, Mac};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 
+use secrecy::ExposeSecret;
+
 use crate::{
     domain::Ssn,
-    keys::{KeyId, KeyRing},
+    keys::{self, DataKey, HashKey, KeyId, KeyRing},
 };
 
 const FORMAT_V1: u8 = 1;
@@ -90,11 +92,15 @@ pub enum DecryptError {
     Invalid,
 }
 
+/// An SSN hash key, made into its keyed HMAC once (the key's bytes are
+/// read only then).
+type HashMac = Hmac<Sha256>;
+
 #[derive(Clone)]
 pub struct DataCipher {
     /// The data keys, the current first.
     data: Vec<(KeyId, Aes256Gcm)>,
-    hash: KeyRing<Vec<u8>>,
+    hash: KeyRing<HashMac>,
 }
 
 impl std::fmt::Debug for DataCipher {
@@ -118,18 +124,20 @@ impl DataCipher {
     /// One data key and one hash key, each as key id 1.
     pub fn new(data_key: &[u8; 32], ssn_hash_key: &[u8]) -> Self {
         Self::from_rings(
-            &KeyRing::single(*data_key),
-            &KeyRing::single(ssn_hash_key.to_vec()),
+            &KeyRing::single(keys::data_key(*data_key)),
+            &KeyRing::single(keys::hash_key(ssn_hash_key.to_vec())),
         )
     }
 
-    pub fn from_rings(data: &KeyRing<[u8; 32]>, hash: &KeyRing<Vec<u8>>) -> Self {
+    /// The one place the keys' bytes are read: each becomes its cipher or
+    /// keyed MAC.
+    pub fn from_rings(data: &KeyRing<DataKey>, hash: &KeyRing<HashKey>) -> Self {
         Self {
             data: data
                 .iter()
-                .map(|(id, k)| (id, Aes256Gcm::new(k.into())))
+                .map(|(id, k)| (id, Aes256Gcm::new((&k.expose_secret().0).into())))
                 .collect(),
-            hash: hash.clone(),
+            hash: hash.map(|k| keyed(k.expose_secret())),
         }
     }
 
@@ -361,32 +369,37 @@ fn seal(id: KeyId, key: &Aes256Gcm, purpose: Purpose, plaintext: &[u8]) -> Vec<u
     out
 }
 
-fn mac_of(key: &[u8], message: &[u8]) -> Hmac<Sha256> {
+/// An HMAC-SHA256 keyed with `key`: what a hash key's bytes become, once.
+fn keyed(key: &[u8]) -> HashMac {
     #[allow(clippy::unwrap_used)] // HMAC accepts keys of any length
-    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(key).unwrap();
+    <Hmac<Sha256> as Mac>::new_from_slice(key).unwrap()
+}
+
+fn mac_of(key: &HashMac, message: &[u8]) -> Hmac<Sha256> {
+    let mut mac = key.clone();
     mac.update(message);
     mac
 }
 
-fn hmac(key: &[u8], message: &[u8]) -> Vec<u8> {
+fn hmac(key: &HashMac, message: &[u8]) -> Vec<u8> {
     mac_of(key, message).finalize().into_bytes().to_vec()
 }
 
 const FINGERPRINT_LABEL: &[u8] = b"i9 request fingerprint v1\n";
 
-fn fingerprint_mac(key: &[u8], message: &[u8]) -> Hmac<Sha256> {
+fn fingerprint_mac(key: &HashMac, message: &[u8]) -> Hmac<Sha256> {
     let mut mac = mac_of(key, FINGERPRINT_LABEL);
     mac.update(message);
     mac
 }
 
-fn fingerprint(id: KeyId, key: &[u8], message: &[u8]) -> Vec<u8> {
+fn fingerprint(id: KeyId, key: &HashMac, message: &[u8]) -> Vec<u8> {
     let mut out = prefix(HASH_V2, id).to_vec();
     out.extend_from_slice(&fingerprint_mac(key, message).finalize().into_bytes());
     out
 }
 
-fn versioned_hash(id: KeyId, key: &[u8], ssn: &Ssn) -> Vec<u8> {
+fn versioned_hash(id: KeyId, key: &HashMac, ssn: &Ssn) -> Vec<u8> {
     let mut out = prefix(HASH_V2, id).to_vec();
     out.extend_from_slice(&hmac(key, ssn.as_str().as_bytes()));
     out
@@ -439,8 +452,34 @@ mod tests {
         DataCipher::new(&[7u8; 32], &[9u8; 32])
     }
 
-    fn ring<K: Clone>(keys: &[(KeyId, K)]) -> KeyRing<K> {
-        KeyRing::new(keys.to_vec()).unwrap()
+    /// A ring of these keys' bytes: data keys for `[u8; 32]`, hash keys
+    /// for `Vec<u8>`.
+    fn ring<K: Clone + IntoKey>(keys: &[(KeyId, K)]) -> KeyRing<K::Key> {
+        KeyRing::new(
+            keys.iter()
+                .map(|(id, k)| (*id, k.clone().into_key()))
+                .collect(),
+        )
+        .unwrap()
+    }
+
+    trait IntoKey {
+        type Key;
+        fn into_key(self) -> Self::Key;
+    }
+
+    impl IntoKey for [u8; 32] {
+        type Key = DataKey;
+        fn into_key(self) -> DataKey {
+            keys::data_key(self)
+        }
+    }
+
+    impl IntoKey for Vec<u8> {
+        type Key = HashKey;
+        fn into_key(self) -> HashKey {
+            keys::hash_key(self)
+        }
     }
 
     #[test]
@@ -559,7 +598,7 @@ mod tests {
         let old = DataCipher::from_rings(&data, &ring(&[(1, vec![9u8; 32])]));
         let both = DataCipher::from_rings(&data, &ring(&[(2, vec![8u8; 32]), (1, vec![9u8; 32])]));
         let stored_old = old.ssn_search_hash(&ssn);
-        let legacy = hmac(&[9u8; 32], ssn.as_str().as_bytes());
+        let legacy = hmac(&keyed(&[9u8; 32]), ssn.as_str().as_bytes());
         let stored_new = both.ssn_search_hash(&ssn);
         assert_eq!(DataCipher::hash_key_id_of(&stored_old), Some(1));
         assert_eq!(DataCipher::hash_key_id_of(&legacy), Some(1));

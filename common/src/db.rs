@@ -9,7 +9,14 @@ use sqlx::{
     PgPool, Postgres,
 };
 
+use secrecy::ExposeSecret;
+
 use crate::Config;
+
+/// `DATABASE_URL`, read here only: sqlx takes it as text.
+fn url(config: &Config) -> &str {
+    config.database_url.expose_secret()
+}
 
 /// The migrations of `migrations/`, embedded in every binary.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
@@ -18,7 +25,7 @@ pub async fn connect(config: &Config) -> anyhow::Result<PgPool> {
     PgPoolOptions::new()
         .max_connections(config.database_max_connections)
         .acquire_timeout(Duration::from_secs(5))
-        .connect(&config.database_url)
+        .connect(url(config))
         .await
         .context("connecting to Postgres (DATABASE_URL)")
 }
@@ -29,16 +36,16 @@ pub fn connect_lazy(config: &Config) -> anyhow::Result<PgPool> {
     Ok(PgPoolOptions::new()
         .max_connections(config.database_max_connections)
         .acquire_timeout(Duration::from_secs(5))
-        .connect_lazy(&config.database_url)?)
+        .connect_lazy(url(config))?)
 }
 
 /// Create the database if it does not exist, then apply every migration.
 pub async fn migrate(config: &Config) -> anyhow::Result<()> {
-    if !Postgres::database_exists(&config.database_url)
+    if !Postgres::database_exists(url(config))
         .await
         .context("connecting to Postgres (DATABASE_URL)")?
     {
-        Postgres::create_database(&config.database_url)
+        Postgres::create_database(url(config))
             .await
             .context("creating the database")?;
     }

@@ -287,7 +287,7 @@ pub struct DeadLetters {
 
 impl DeadLetters {
     pub async fn connect(
-        amqp_url: &str,
+        amqp_url: &secrecy::SecretString,
         topology: Topology,
         limits: Limits,
     ) -> anyhow::Result<Self> {
@@ -765,13 +765,13 @@ async fn read(
 
 /// Clear the dead mark of an undelivered partner event; returns the mark cleared.
 async fn clear_dead_mark(pool: &PgPool, event_id: Uuid) -> anyhow::Result<Option<DateTime<Utc>>> {
-    sqlx::query_scalar(
-        "UPDATE partner_events ev SET dead_at = NULL
+    sqlx::query_scalar!(
+        r#"UPDATE partner_events ev SET dead_at = NULL
          FROM partner_events old
          WHERE ev.id = $1 AND old.id = ev.id AND ev.dead_at IS NOT NULL AND ev.delivered_at IS NULL
-         RETURNING old.dead_at",
+         RETURNING old.dead_at AS "dead_at!""#,
+        event_id,
     )
-    .bind(event_id)
     .fetch_optional(pool)
     .await
     .with_context(|| format!("clearing the dead mark of partner event {event_id}"))
@@ -779,11 +779,11 @@ async fn clear_dead_mark(pool: &PgPool, event_id: Uuid) -> anyhow::Result<Option
 
 /// Put back a dead mark cleared for a replay that did not happen.
 async fn restore_dead_mark(pool: &PgPool, event_id: Uuid, at: DateTime<Utc>) {
-    let r = sqlx::query(
+    let r = sqlx::query!(
         "UPDATE partner_events SET dead_at = $2 WHERE id = $1 AND dead_at IS NULL AND delivered_at IS NULL",
+        event_id,
+        at,
     )
-    .bind(event_id)
-    .bind(at)
     .execute(pool)
     .await;
     if let Err(e) = r {

@@ -111,7 +111,7 @@ pub const RINGS: [Ring; 2] = [Ring::Data, Ring::SsnHash];
 const ADVICE: &str = "start with the keys the data was written with";
 
 /// One `key_ring` row.
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug)]
 struct Recorded {
     kind: String,
     key_id: i64,
@@ -136,13 +136,13 @@ pub async fn verify_or_record(pool: &PgPool, cipher: &DataCipher) -> anyhow::Res
                 continue;
             }
             let value = ring.check_value(cipher, id).context("a key of the ring")?;
-            let inserted = sqlx::query(
+            let inserted = sqlx::query!(
                 "INSERT INTO key_ring (kind, key_id, check_value) VALUES ($1, $2, $3)
                  ON CONFLICT (kind, key_id) DO NOTHING",
+                ring.kind(),
+                i64::from(id),
+                value,
             )
-            .bind(ring.kind())
-            .bind(i64::from(id))
-            .bind(value)
             .execute(pool)
             .await
             .context("recording a key in key_ring")?;
@@ -307,9 +307,10 @@ fn current_key_unknown_to_live(cipher: &DataCipher, live: &[LiveProcess]) -> Vec
 }
 
 async fn read(pool: &PgPool) -> anyhow::Result<Vec<Recorded>> {
-    sqlx::query_as(
-        "SELECT kind, key_id, check_value, unused_since IS NOT NULL AS unused
-         FROM key_ring ORDER BY kind, key_id",
+    sqlx::query_as!(
+        Recorded,
+        r#"SELECT kind, key_id, check_value, unused_since IS NOT NULL AS "unused!"
+         FROM key_ring ORDER BY kind, key_id"#,
     )
     .fetch_all(pool)
     .await
@@ -350,13 +351,15 @@ async fn verify_against_data(pool: &PgPool, cipher: &DataCipher) -> anyhow::Resu
                 .map_err(|e| wrong(&column.name(), e))?;
         }
     }
-    let employee: Option<(Vec<u8>, Vec<u8>)> = sqlx::query_as(
-        "SELECT ssn_ciphertext, ssn_hash FROM employees WHERE ssn_ciphertext IS NOT NULL LIMIT 1",
+    let employee = sqlx::query!(
+        r#"SELECT ssn_ciphertext AS "ssn_ciphertext!", ssn_hash AS "ssn_hash!"
+         FROM employees WHERE ssn_ciphertext IS NOT NULL LIMIT 1"#,
     )
     .fetch_optional(pool)
     .await
     .context("reading employees.ssn_hash for the key check")?;
-    if let Some((ct, hash)) = employee {
+    if let Some(row) = employee {
+        let (ct, hash) = (row.ssn_ciphertext, row.ssn_hash);
         let ssn = cipher
             .decrypt_ssn(Purpose::EmployeeSsn, &ct)
             .map_err(|e| wrong("employees.ssn_ciphertext", e))?;

@@ -102,27 +102,44 @@ pub async fn encrypted_columns(
     Ok(all)
 }
 
-/// The length and (for a value of the versioned length) the prefix of each
-/// value of `column`, counted: `$1` is the versioned length, `$2` the prefix's.
-fn hash_shapes(column: &str, from: &str, extra: &str) -> String {
-    format!(
-        "SELECT length({column}),
-                CASE WHEN length({column}) = $1 THEN substring({column} FROM 1 FOR $2)
-                     ELSE ''::BYTEA END,
-                count(*){extra}
-         FROM {from} GROUP BY 1, 2"
-    )
+/// SSN hashes of one length and (for the versioned length) one prefix.
+struct HashShape {
+    len: i32,
+    head: Vec<u8>,
+    n: i64,
+}
+
+/// Replayable fingerprints of one length and (for the versioned length) one
+/// prefix, and when the youngest of them stops being replayable.
+struct FingerprintShape {
+    len: i32,
+    head: Vec<u8>,
+    records: i64,
+    last_expires: DateTime<Utc>,
+}
+
+/// A `key_ring` row.
+struct KeyRingRow {
+    kind: String,
+    key_id: i64,
+    check_value: Vec<u8>,
+    recorded_at: DateTime<Utc>,
+    unused_since: Option<DateTime<Utc>>,
 }
 
 /// The SSN hashes, by hash key id ([`DataCipher::hash_key_id_of`]).
 pub async fn ssn_hashes(pool: &PgPool) -> anyhow::Result<ColumnUsage> {
-    let groups: Vec<(i32, Vec<u8>, i64)> = sqlx::query_as(&hash_shapes(
-        "ssn_hash",
-        "employees WHERE ssn_hash IS NOT NULL",
-        "",
-    ))
-    .bind(VERSIONED_HASH_LEN as i32)
-    .bind(PREFIX_LEN as i32)
+    // Grouped by length, and by the prefix of those of the versioned length.
+    let groups = sqlx::query_as!(
+        HashShape,
+        r#"SELECT length(ssn_hash) AS "len!",
+                  CASE WHEN length(ssn_hash) = $1 THEN substring(ssn_hash FROM 1 FOR $2)
+                       ELSE ''::BYTEA END AS "head!",
+                  count(*) AS "n!"
+           FROM employees WHERE ssn_hash IS NOT NULL GROUP BY 1, 2"#,
+        VERSIONED_HASH_LEN as i32,
+        PREFIX_LEN as i32,
+    )
     .fetch_all(pool)
     .await
     .context("counting employees.ssn_hash by key")?;
@@ -130,9 +147,9 @@ pub async fn ssn_hashes(pool: &PgPool) -> anyhow::Result<ColumnUsage> {
         SSN_HASH_COLUMN.to_owned(),
         groups
             .into_iter()
-            .map(|(len, head, n)| {
-                let len = usize::try_from(len).unwrap_or_default();
-                (DataCipher::hash_key_id_from(len, &head), n)
+            .map(|g| {
+                let len = usize::try_from(g.len).unwrap_or_default();
+                (DataCipher::hash_key_id_from(len, &g.head), g.n)
             })
             .collect(),
     ))
@@ -157,21 +174,28 @@ pub async fn replayable_fingerprints<'c>(
     db: impl sqlx::Acquire<'c, Database = Postgres>,
 ) -> anyhow::Result<Vec<Fingerprints>> {
     let mut conn = db.acquire().await?;
-    let groups: Vec<(i32, Vec<u8>, i64, DateTime<Utc>)> = sqlx::query_as(&hash_shapes(
-        "request_hash",
-        "idempotency_keys WHERE created_at >= now() - make_interval(secs => $3)",
-        ", max(created_at) + make_interval(secs => $3)",
-    ))
-    .bind(VERSIONED_HASH_LEN as i32)
-    .bind(PREFIX_LEN as i32)
-    .bind(IDEMPOTENCY_WINDOW.as_secs_f64())
+    // Grouped as the SSN hashes are ([`ssn_hashes`]).
+    let groups = sqlx::query_as!(
+        FingerprintShape,
+        r#"SELECT length(request_hash) AS "len!",
+                  CASE WHEN length(request_hash) = $1 THEN substring(request_hash FROM 1 FOR $2)
+                       ELSE ''::BYTEA END AS "head!",
+                  count(*) AS "records!",
+                  max(created_at) + make_interval(secs => $3) AS "last_expires!"
+           FROM idempotency_keys WHERE created_at >= now() - make_interval(secs => $3)
+           GROUP BY 1, 2"#,
+        VERSIONED_HASH_LEN as i32,
+        PREFIX_LEN as i32,
+        IDEMPOTENCY_WINDOW.as_secs_f64(),
+    )
     .fetch_all(&mut *conn)
     .await
     .context("counting idempotency_keys.request_hash by key")?;
     let mut all: Vec<Fingerprints> = Vec::new();
-    for (len, head, records, last_expires) in groups {
-        let len = usize::try_from(len).unwrap_or_default();
-        let key = DataCipher::fingerprint_key_id_from(len, &head);
+    for g in groups {
+        let (records, last_expires) = (g.records, g.last_expires);
+        let len = usize::try_from(g.len).unwrap_or_default();
+        let key = DataCipher::fingerprint_key_id_from(len, &g.head);
         match all.iter_mut().find(|f| f.key == key) {
             Some(f) => {
                 f.records += records;
@@ -260,7 +284,8 @@ impl Status {
 
 /// Gather the [`Status`]; `cipher` is the environment's rings.
 pub async fn status(pool: &PgPool, cipher: &DataCipher) -> anyhow::Result<Status> {
-    let rows: Vec<(String, i64, Vec<u8>, DateTime<Utc>, Option<DateTime<Utc>>)> = sqlx::query_as(
+    let rows = sqlx::query_as!(
+        KeyRingRow,
         "SELECT kind, key_id, check_value, recorded_at, unused_since
              FROM key_ring ORDER BY kind, key_id",
     )
@@ -269,15 +294,15 @@ pub async fn status(pool: &PgPool, cipher: &DataCipher) -> anyhow::Result<Status
     .context("reading key_ring (apply the migrations first: i9-admin migrate)")?;
     let recorded = rows
         .into_iter()
-        .filter_map(|(kind, id, check, recorded_at, unused_since)| {
-            let ring = RINGS.into_iter().find(|r| r.kind() == kind)?;
-            let id = KeyId::try_from(id).ok()?;
+        .filter_map(|row| {
+            let ring = RINGS.into_iter().find(|r| r.kind() == row.kind)?;
+            let id = KeyId::try_from(row.key_id).ok()?;
             Some(RecordedKey {
                 ring,
                 id,
-                recorded_at,
-                unused_since,
-                matches: ring.matches(cipher, id, &check),
+                recorded_at: row.recorded_at,
+                unused_since: row.unused_since,
+                matches: ring.matches(cipher, id, &row.check_value),
             })
         })
         .collect();

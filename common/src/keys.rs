@@ -26,9 +26,30 @@ use base64::{
     engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig},
     Engine as _,
 };
+use secrecy::{ExposeSecret, SecretBox, SecretSlice};
 
 /// A key's id: written into every ciphertext and stored SSN hash made with it.
 pub type KeyId = u32;
+
+/// A data key (AES-256-GCM): redacted in `Debug`, wiped when dropped; its
+/// bytes only through `expose_secret()`, where a cipher is made of it
+/// (`common/src/crypto.rs`).
+pub type DataKey = SecretBox<DataKeyBytes>;
+
+/// The 32 bytes of a data key (a type of its own so that a ring of them may
+/// be cloned: `secrecy` clones only what is marked `CloneableSecret`).
+#[derive(Clone)]
+pub struct DataKeyBytes(pub [u8; 32]);
+
+impl secrecy::zeroize::Zeroize for DataKeyBytes {
+    fn zeroize(&mut self) {
+        self.0.zeroize();
+    }
+}
+
+impl secrecy::CloneableSecret for DataKeyBytes {}
+/// An SSN hash key (HMAC-SHA256, 32 bytes or more), held as a data key is.
+pub type HashKey = SecretSlice<u8>;
 
 /// Development-only keys, published here. Never accepted unless
 /// `APP_ENV=development`.
@@ -43,7 +64,7 @@ const URL_SAFE_ANY: GeneralPurpose = GeneralPurpose::new(&alphabet::URL_SAFE, LE
 
 /// Keys with ids, the first the current one (what new values are written
 /// with); the others only read what they wrote. Never empty; ids distinct.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct KeyRing<K> {
     entries: Vec<(KeyId, K)>,
 }
@@ -104,11 +125,39 @@ impl<K> KeyRing<K> {
     }
 }
 
+impl KeyRing<DataKey> {
+    /// The ids and bytes of every key, for comparing rings (tests).
+    pub fn exposed(&self) -> Vec<(KeyId, [u8; 32])> {
+        self.iter()
+            .map(|(id, k)| (id, k.expose_secret().0))
+            .collect()
+    }
+}
+
+impl KeyRing<HashKey> {
+    /// The ids and bytes of every key, for comparing rings (tests).
+    pub fn exposed(&self) -> Vec<(KeyId, Vec<u8>)> {
+        self.iter()
+            .map(|(id, k)| (id, k.expose_secret().to_vec()))
+            .collect()
+    }
+}
+
+/// A data key of these bytes.
+pub fn data_key(bytes: [u8; 32]) -> DataKey {
+    SecretBox::new(Box::new(DataKeyBytes(bytes)))
+}
+
+/// An SSN hash key of these bytes.
+pub fn hash_key(bytes: Vec<u8>) -> HashKey {
+    SecretSlice::from(bytes)
+}
+
 /// The keys a binary runs with.
 #[derive(Clone, Debug)]
 pub struct Keys {
-    pub data: KeyRing<[u8; 32]>,
-    pub ssn_hash: KeyRing<Vec<u8>>,
+    pub data: KeyRing<DataKey>,
+    pub ssn_hash: KeyRing<HashKey>,
 }
 
 /// One ring's settings: the ring variable and its single-key form.
@@ -138,8 +187,8 @@ impl Keys {
     pub fn development() -> Self {
         #[allow(clippy::unwrap_used)] // constants known to decode to 32+ bytes
         Self {
-            data: KeyRing::single(decode(DEV_DATA_KEY).unwrap().try_into().unwrap()),
-            ssn_hash: KeyRing::single(decode(DEV_HASH_KEY).unwrap()),
+            data: KeyRing::single(data_key(decode(DEV_DATA_KEY).unwrap().try_into().unwrap())),
+            ssn_hash: KeyRing::single(hash_key(decode(DEV_HASH_KEY).unwrap())),
         }
     }
 
@@ -169,8 +218,8 @@ impl Keys {
             }
             let dev = Self::development();
             let dev_bytes = [
-                dev.data.current().1.to_vec(),
-                dev.ssn_hash.current().1.clone(),
+                dev.data.current().1.expose_secret().0.to_vec(),
+                dev.ssn_hash.current().1.expose_secret().to_vec(),
             ];
             for (setting, ring) in [(&DATA, &data), (&HASH, &hash)] {
                 for (id, key) in ring.iter().flat_map(KeyRing::iter) {
@@ -193,7 +242,7 @@ impl Keys {
                     .into_iter()
                     .map(|(id, k)| {
                         <[u8; 32]>::try_from(k)
-                            .map(|k| (id, k))
+                            .map(|k| (id, data_key(k)))
                             .map_err(|_| anyhow::anyhow!("{} key {id}: not 32 bytes", DATA.ring))
                     })
                     .collect::<anyhow::Result<_>>()?,
@@ -202,7 +251,10 @@ impl Keys {
         };
         Ok(Self {
             data,
-            ssn_hash: hash.unwrap_or(dev.ssn_hash),
+            ssn_hash: match hash {
+                Some(ring) => ring.map(|k| hash_key(k.clone())),
+                None => dev.ssn_hash,
+            },
         })
     }
 }
@@ -349,8 +401,8 @@ mod tests {
         );
         for app_env in ["development", " Development "] {
             let k = keys(Some(app_env), &[]).unwrap();
-            assert_eq!(k.data, Keys::development().data);
-            assert_eq!(k.ssn_hash, Keys::development().ssn_hash);
+            assert_eq!(k.data.exposed(), Keys::development().data.exposed());
+            assert_eq!(k.ssn_hash.exposed(), Keys::development().ssn_hash.exposed());
         }
     }
 
@@ -415,10 +467,13 @@ mod tests {
             ],
         )
         .unwrap();
-        assert_eq!(k.data.current(), (2, &[2u8; 32]));
-        assert_eq!(k.data.get(1), Some(&[1u8; 32]));
+        assert_eq!(k.data.exposed(), [(2, [2u8; 32]), (1, [1u8; 32])]);
+        assert_eq!(k.data.get(1).map(|k| k.expose_secret().0), Some([1u8; 32]));
         assert_eq!(k.data.ids().collect::<Vec<_>>(), [2, 1]);
-        assert_eq!(k.ssn_hash.current(), (7, &vec![3u8; 32]));
+        assert_eq!(
+            k.ssn_hash.exposed(),
+            [(7, vec![3u8; 32]), (1, vec![1u8; 32])]
+        );
         // The single form is key 1.
         let k = keys(None, &[("DATA_ENCRYPTION_KEY", K1), ("SSN_HASH_KEY", K2)]).unwrap();
         assert_eq!(k.data.ids().collect::<Vec<_>>(), [1]);

@@ -21,22 +21,47 @@ pub fn envelope(job: Job) -> Envelope {
 /// Record `job` in the caller's transaction; returns its job id.
 pub async fn enqueue(tx: &mut PgConnection, job: Job) -> Result<Uuid, sqlx::Error> {
     let envelope = envelope(job);
-    sqlx::query("INSERT INTO job_outbox (job_id, kind, payload) VALUES ($1, $2, $3)")
-        .bind(envelope.job_id)
-        .bind(envelope.job.kind().name())
-        .bind(sqlx::types::Json(&envelope))
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query("SELECT pg_notify($1, '')")
-        .bind(NOTIFY_CHANNEL)
-        .execute(&mut *tx)
-        .await?;
+    enqueue_envelope(tx, &envelope).await?;
     Ok(envelope.job_id)
+}
+
+/// Record `envelope` in the caller's transaction.
+pub async fn enqueue_envelope(
+    tx: &mut PgConnection,
+    envelope: &Envelope,
+) -> Result<(), sqlx::Error> {
+    sqlx::query!(
+        "INSERT INTO job_outbox (job_id, kind, payload) VALUES ($1, $2, $3)",
+        envelope.job_id,
+        envelope.job.kind().name(),
+        sqlx::types::Json(envelope) as _,
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!("SELECT pg_notify($1, '')", NOTIFY_CHANNEL)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}
+
+/// [`enqueue_envelope`] as parts of a larger statement: `, o AS (INSERT
+/// ... SELECT ... FROM from)` records the job once per row of the CTE
+/// `from`, and `n` wakes the relays (the statement must read `n`, e.g.
+/// `(SELECT count(*) FROM n)`, for Postgres to run it).
+pub fn push_ctes(q: &mut sqlx::QueryBuilder<'_, sqlx::Postgres>, envelope: &Envelope, from: &str) {
+    q.push(", o AS (INSERT INTO job_outbox (job_id, kind, payload) SELECT ");
+    q.push_bind(envelope.job_id).push(", ");
+    q.push_bind(envelope.job.kind().name()).push(", ");
+    q.push_bind(sqlx::types::Json(envelope.clone()));
+    q.push(" FROM ").push(from).push(")");
+    q.push(", n AS (SELECT pg_notify(")
+        .push_bind(NOTIFY_CHANNEL)
+        .push(", ''))");
 }
 
 /// What waits in the outbox: how many jobs, how long the oldest has waited
 /// (seconds), and the relay's last error about one of them.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Backlog {
     pub jobs: i64,
     pub oldest_secs: f64,
@@ -44,13 +69,14 @@ pub struct Backlog {
 }
 
 pub async fn backlog(pool: &sqlx::PgPool) -> Result<Backlog, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT count(*) AS jobs,
-                COALESCE(extract(epoch FROM now() - min(created_at)), 0)::float8 AS oldest_secs,
+    sqlx::query_as!(
+        Backlog,
+        r#"SELECT count(*) AS "jobs!",
+                COALESCE(extract(epoch FROM now() - min(created_at)), 0)::float8 AS "oldest_secs!",
                 (SELECT last_error FROM job_outbox
                  WHERE published_at IS NULL AND last_error IS NOT NULL
                  ORDER BY id DESC LIMIT 1) AS last_error
-         FROM job_outbox WHERE published_at IS NULL",
+         FROM job_outbox WHERE published_at IS NULL"#,
     )
     .fetch_one(pool)
     .await

@@ -99,26 +99,19 @@ pub async fn live<'c>(
     db: impl sqlx::Acquire<'c, Database = Postgres>,
 ) -> anyhow::Result<Vec<LiveProcess>> {
     let mut conn = db.acquire().await?;
-    sqlx::query("DELETE FROM processes WHERE heartbeat_at < now() - make_interval(secs => $1)")
-        .bind(STALE_AFTER.as_secs_f64())
-        .execute(&mut *conn)
-        .await
-        .map_err(|e| missing_table(e, "deleting the rows of stopped processes"))?;
-    type Row = (
-        i64,
-        String,
-        String,
-        i64,
-        DateTime<Utc>,
-        f64,
-        Vec<i64>,
-        Vec<i64>,
-    );
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT id, binary_name, host, pid, started_at,
-                greatest(EXTRACT(EPOCH FROM now() - heartbeat_at), 0)::FLOAT8,
+    sqlx::query!(
+        "DELETE FROM processes WHERE heartbeat_at < now() - make_interval(secs => $1)",
+        STALE_AFTER.as_secs_f64(),
+    )
+    .execute(&mut *conn)
+    .await
+    .map_err(|e| missing_table(e, "deleting the rows of stopped processes"))?;
+    let rows = sqlx::query_as!(
+        ProcessRow,
+        r#"SELECT id, binary_name, host, pid, started_at,
+                greatest(EXTRACT(EPOCH FROM now() - heartbeat_at), 0)::FLOAT8 AS "heartbeat_age_secs!",
                 data_key_ids, hash_key_ids
-         FROM processes ORDER BY binary_name, host, pid, id",
+         FROM processes ORDER BY binary_name, host, pid, id"#,
     )
     .fetch_all(&mut *conn)
     .await
@@ -130,21 +123,31 @@ pub async fn live<'c>(
     };
     Ok(rows
         .into_iter()
-        .map(
-            |(id, binary, host, pid, started_at, age, data, hash)| LiveProcess {
-                id,
-                binary,
-                host,
-                pid,
-                started_at,
-                heartbeat_age: Duration::try_from_secs_f64(age).unwrap_or_default(),
-                keys: KeyIds {
-                    data: ids(data),
-                    hash: ids(hash),
-                },
+        .map(|row| LiveProcess {
+            id: row.id,
+            binary: row.binary_name,
+            host: row.host,
+            pid: row.pid,
+            started_at: row.started_at,
+            heartbeat_age: Duration::try_from_secs_f64(row.heartbeat_age_secs).unwrap_or_default(),
+            keys: KeyIds {
+                data: ids(row.data_key_ids),
+                hash: ids(row.hash_key_ids),
             },
-        )
+        })
         .collect())
+}
+
+/// A `processes` row, as [`live`] reads it.
+struct ProcessRow {
+    id: i64,
+    binary_name: String,
+    host: String,
+    pid: i64,
+    started_at: DateTime<Utc>,
+    heartbeat_age_secs: f64,
+    data_key_ids: Vec<i64>,
+    hash_key_ids: Vec<i64>,
 }
 
 fn missing_table(e: sqlx::Error, doing: &'static str) -> anyhow::Error {
@@ -159,8 +162,7 @@ fn missing_table(e: sqlx::Error, doing: &'static str) -> anyhow::Error {
 /// Take the lock that orders registrations and `rekey`'s marking of unused
 /// keys, until the end of the transaction.
 pub async fn lock_keys(tx: &mut sqlx::PgConnection) -> anyhow::Result<()> {
-    sqlx::query("SELECT pg_advisory_xact_lock($1)")
-        .bind(KEYS_LOCK)
+    sqlx::query!("SELECT pg_advisory_xact_lock($1)", KEYS_LOCK)
         .execute(tx)
         .await
         .context("taking the key ring lock")?;
@@ -182,32 +184,32 @@ async fn insert(pool: &PgPool, row: &Row, id: Option<i64>) -> anyhow::Result<i64
     let as_i64 = |ids: &[KeyId]| ids.iter().map(|&id| i64::from(id)).collect::<Vec<_>>();
     let mut tx = pool.begin().await?;
     lock_keys(&mut tx).await?;
-    let id: i64 = sqlx::query_scalar(
+    let id = sqlx::query_scalar!(
         "INSERT INTO processes (id, binary_name, host, pid, data_key_id, data_key_ids,
                                 hash_key_id, hash_key_ids)
          VALUES (COALESCE($1, nextval(pg_get_serial_sequence('processes', 'id'))),
                  $2, $3, $4, $5, $6, $7, $8)
          ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()
          RETURNING id",
+        id,
+        row.binary,
+        &row.host,
+        row.pid,
+        i64::from(row.keys.current(Ring::Data)),
+        &as_i64(&row.keys.data),
+        i64::from(row.keys.current(Ring::SsnHash)),
+        &as_i64(&row.keys.hash),
     )
-    .bind(id)
-    .bind(row.binary)
-    .bind(&row.host)
-    .bind(row.pid)
-    .bind(i64::from(row.keys.current(Ring::Data)))
-    .bind(as_i64(&row.keys.data))
-    .bind(i64::from(row.keys.current(Ring::SsnHash)))
-    .bind(as_i64(&row.keys.hash))
     .fetch_one(&mut *tx)
     .await
     .map_err(|e| missing_table(e, "registering the process"))?;
     for ring in [Ring::Data, Ring::SsnHash] {
-        sqlx::query(
+        sqlx::query!(
             "UPDATE key_ring SET unused_since = NULL
              WHERE kind = $1 AND key_id = $2 AND unused_since IS NOT NULL",
+            ring.kind(),
+            i64::from(row.keys.current(ring)),
         )
-        .bind(ring.kind())
-        .bind(i64::from(row.keys.current(ring)))
         .execute(&mut *tx)
         .await
         .context("marking the current keys in use")?;
@@ -230,12 +232,13 @@ impl Registration {
     pub async fn start(
         pool: &PgPool,
         binary: &'static str,
+        host: &str,
         cipher: &DataCipher,
         every: Duration,
     ) -> anyhow::Result<Self> {
         let row = Row {
             binary,
-            host: host_name(),
+            host: host.to_owned(),
             pid: i64::from(std::process::id()),
             keys: KeyIds::of(cipher),
         };
@@ -257,8 +260,7 @@ impl Registration {
     /// process writes nothing more.
     pub async fn end(self) {
         self.heartbeat.abort();
-        let deleted = sqlx::query("DELETE FROM processes WHERE id = $1")
-            .bind(self.id)
+        let deleted = sqlx::query!("DELETE FROM processes WHERE id = $1", self.id)
             .execute(&self.pool)
             .await;
         if let Err(e) = deleted {
@@ -281,10 +283,12 @@ impl Drop for Registration {
 async fn beat(pool: PgPool, id: i64, row: Row, every: Duration) {
     loop {
         tokio::time::sleep(every).await;
-        let renewed = sqlx::query("UPDATE processes SET heartbeat_at = now() WHERE id = $1")
-            .bind(id)
-            .execute(&pool)
-            .await;
+        let renewed = sqlx::query!(
+            "UPDATE processes SET heartbeat_at = now() WHERE id = $1",
+            id
+        )
+        .execute(&pool)
+        .await;
         match renewed {
             Ok(r) if r.rows_affected() == 1 => {}
             Ok(_) => {
@@ -300,14 +304,4 @@ async fn beat(pool: PgPool, id: i64, row: Row, every: Duration) {
             Err(e) => tracing::warn!(error = %e, "the process heartbeat failed; trying again"),
         }
     }
-}
-
-/// The host's name: `HOSTNAME` (set in containers), else the kernel's.
-fn host_name() -> String {
-    std::env::var("HOSTNAME")
-        .ok()
-        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "unknown".to_owned())
 }

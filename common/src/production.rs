@@ -12,11 +12,7 @@ use ipnet::IpNet;
 use crate::{destination, Config};
 
 /// Which binary is starting: each warns about the settings it uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Binary {
-    Api,
-    Worker,
-}
+pub use crate::config::Binary;
 
 /// One risky setting: the variable, and what it risks (one line).
 #[derive(Debug, Clone, PartialEq, Eq)]

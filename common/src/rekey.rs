@@ -235,6 +235,14 @@ async fn reencrypt_column(
     Ok(report)
 }
 
+/// An employee's SSN hash not under the current hash key, and the SSN it
+/// hashes (encrypted).
+struct SsnHashRow {
+    id: i64,
+    ssn_hash: Vec<u8>,
+    ssn_ciphertext: Option<Vec<u8>>,
+}
+
 async fn rehash_ssns(
     pool: &PgPool,
     cipher: &DataCipher,
@@ -247,24 +255,30 @@ async fn rehash_ssns(
     };
     let mut after: Option<i64> = None;
     loop {
-        let rows: Vec<(i64, Vec<u8>, Option<Vec<u8>>)> = sqlx::query_as(
-            "SELECT id, ssn_hash, ssn_ciphertext FROM employees
+        let rows = sqlx::query_as!(
+            SsnHashRow,
+            r#"SELECT id, ssn_hash AS "ssn_hash!", ssn_ciphertext FROM employees
              WHERE ssn_hash IS NOT NULL AND substring(ssn_hash FROM 1 FOR 5) <> $1
                AND ($2::BIGINT IS NULL OR id > $2)
-             ORDER BY id LIMIT $3",
+             ORDER BY id LIMIT $3"#,
+            cipher.current_hash_prefix().to_vec(),
+            after,
+            batch,
         )
-        .bind(cipher.current_hash_prefix().to_vec())
-        .bind(after)
-        .bind(batch)
         .fetch_all(pool)
         .await
         .context("reading employees.ssn_hash")?;
-        let Some((last, _, _)) = rows.last() else {
+        let Some(last) = rows.last() else {
             break;
         };
-        after = Some(*last);
+        after = Some(last.id);
         let mut rewrites = Vec::with_capacity(rows.len());
-        for (id, old, ct) in rows {
+        for SsnHashRow {
+            id,
+            ssn_hash: old,
+            ssn_ciphertext: ct,
+        } in rows
+        {
             let ssn = ct
                 .ok_or(DecryptError::Invalid)
                 .and_then(|ct| cipher.decrypt_ssn(Purpose::EmployeeSsn, &ct));
@@ -353,11 +367,11 @@ async fn apply(
 /// Why `r`, an SSN hash, failed on the uniqueness check: the other employees
 /// holding the same SSN, by id (never the SSN).
 async fn other_holders(pool: &PgPool, r: &Rewrite) -> anyhow::Result<String> {
-    let others: Vec<i64> = sqlx::query_scalar(
-        "SELECT id FROM employees WHERE ssn_hash = ANY ($1) AND id <> $2::BIGINT ORDER BY id",
+    let others = sqlx::query_scalar!(
+        "SELECT id FROM employees WHERE ssn_hash = ANY ($1) AND id <> $2::TEXT::BIGINT ORDER BY id",
+        r.check.as_deref().unwrap_or_default(),
+        &r.id,
     )
-    .bind(r.check.as_deref().unwrap_or_default())
-    .bind(&r.id)
     .fetch_all(pool)
     .await
     .context("finding the other holder of an SSN")?;
@@ -400,11 +414,11 @@ pub async fn remaining(pool: &PgPool, cipher: &DataCipher) -> anyhow::Result<Vec
             left.push((c.name(), n));
         }
     }
-    let n: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM employees
-         WHERE ssn_hash IS NOT NULL AND substring(ssn_hash FROM 1 FOR 5) <> $1",
+    let n = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM employees
+         WHERE ssn_hash IS NOT NULL AND substring(ssn_hash FROM 1 FOR 5) <> $1"#,
+        cipher.current_hash_prefix().to_vec(),
     )
-    .bind(cipher.current_hash_prefix().to_vec())
     .fetch_one(pool)
     .await?;
     if n > 0 {
@@ -485,7 +499,7 @@ async fn mark_unused(
 /// Mark every recorded key of `ring` but `keep` unused; returns the ids
 /// unused now (marked here or before).
 async fn mark(tx: &mut PgConnection, ring: Ring, keep: &[i64]) -> anyhow::Result<Vec<KeyId>> {
-    let ids: Vec<i64> = sqlx::query_scalar(
+    let ids = sqlx::query_scalar!(
         "WITH m AS (UPDATE key_ring SET unused_since = now()
                     WHERE kind = $1 AND key_id <> ALL ($2) AND unused_since IS NULL
                     RETURNING key_id)
@@ -493,9 +507,9 @@ async fn mark(tx: &mut PgConnection, ring: Ring, keep: &[i64]) -> anyhow::Result
          WHERE kind = $1 AND key_id <> ALL ($2)
            AND (unused_since IS NOT NULL OR key_id IN (SELECT key_id FROM m))
          ORDER BY key_id",
+        ring.kind(),
+        keep,
     )
-    .bind(ring.kind())
-    .bind(keep)
     .fetch_all(tx)
     .await
     .context("marking unused keys")?;

@@ -26,6 +26,7 @@ use lapin::{
     types::ShortString,
     BasicProperties, Channel, Confirmation, Connection,
 };
+use secrecy::SecretString;
 use sqlx::{postgres::PgListener, PgPool};
 use tokio::sync::watch;
 use uuid::Uuid;
@@ -38,7 +39,7 @@ const LINK_PROVEN_AFTER: Duration = Duration::from_secs(5);
 
 #[derive(Debug, Clone)]
 pub struct RelayConfig {
-    pub amqp_url: String,
+    pub amqp_url: SecretString,
     pub topology: Topology,
     /// Rows claimed per round.
     pub batch: i64,
@@ -51,7 +52,7 @@ pub struct RelayConfig {
 }
 
 impl RelayConfig {
-    pub fn new(amqp_url: impl Into<String>, topology: Topology) -> Self {
+    pub fn new(amqp_url: impl Into<SecretString>, topology: Topology) -> Self {
         Self {
             amqp_url: amqp_url.into(),
             topology,
@@ -192,6 +193,14 @@ async fn sleep_or_shutdown(d: Duration, shutdown: &mut watch::Receiver<bool>) ->
     }
 }
 
+/// An unpublished outbox row, as the relay reads it.
+struct OutboxRow {
+    id: i64,
+    job_id: Uuid,
+    kind: String,
+    payload: serde_json::Value,
+}
+
 /// Publish one batch of unpublished jobs; returns how many were confirmed.
 async fn publish_batch(
     pool: &PgPool,
@@ -199,11 +208,12 @@ async fn publish_batch(
     config: &RelayConfig,
 ) -> anyhow::Result<usize> {
     let mut tx = pool.begin().await?;
-    let rows: Vec<(i64, Uuid, String, sqlx::types::Json<serde_json::Value>)> = sqlx::query_as(
+    let rows = sqlx::query_as!(
+        OutboxRow,
         "SELECT id, job_id, kind, payload FROM job_outbox WHERE published_at IS NULL
          ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
+        config.batch,
     )
-    .bind(config.batch)
     .fetch_all(&mut *tx)
     .await?;
     if rows.is_empty() {
@@ -212,8 +222,14 @@ async fn publish_batch(
     let exchange = config.topology.jobs_exchange();
     let mut pending = Vec::with_capacity(rows.len());
     let mut failed: Vec<(i64, String)> = Vec::new();
-    for (id, job_id, kind, payload) in &rows {
-        let body = serde_json::to_vec(&payload.0)?;
+    for OutboxRow {
+        id,
+        job_id,
+        kind,
+        payload,
+    } in &rows
+    {
+        let body = serde_json::to_vec(payload)?;
         let props = BasicProperties::default()
             .with_delivery_mode(2)
             .with_content_type("application/json".into())
@@ -264,18 +280,20 @@ async fn publish_batch(
         ARMED.call_once(|| std::mem::forget(fail::FailScenario::setup()));
         fail::fail_point!("relay-before-mark", |_| std::process::abort());
     }
-    sqlx::query(
+    sqlx::query!(
         "UPDATE job_outbox SET published_at = now(), attempts = attempts + 1 WHERE id = ANY($1)",
+        &confirmed,
     )
-    .bind(&confirmed)
     .execute(&mut *tx)
     .await?;
     for (id, error) in &failed {
-        sqlx::query("UPDATE job_outbox SET attempts = attempts + 1, last_error = $2 WHERE id = $1")
-            .bind(id)
-            .bind(error)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query!(
+            "UPDATE job_outbox SET attempts = attempts + 1, last_error = $2 WHERE id = $1",
+            id,
+            error,
+        )
+        .execute(&mut *tx)
+        .await?;
     }
     tx.commit().await.context("marking published jobs")?;
     tracing::debug!(

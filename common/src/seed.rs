@@ -23,7 +23,15 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use crate::{
     crypto::{hash_password, verify_password, DataCipher, Purpose},
-    domain::{parse_date, password, Permission, Scopes, Ssn},
+    domain::{
+        fields::{CalendarDate, Email, PersonName, Text},
+        parse_date, password, FromJson, Invalid, Language, Permission, Scopes, Ssn,
+    },
+    models::{
+        audit,
+        employee::{self, EmployeeFields, Period},
+        Actor, WriteError,
+    },
     signing_secrets,
 };
 
@@ -204,16 +212,10 @@ pub fn parse(text: &str) -> Result<OrgFile, SeedError> {
 
 struct Checked {
     dates: HashMap<String, Option<NaiveDate>>,
-    ssns: HashMap<usize, Ssn>,
+    /// Each employee's fields, read by the domain's own parsers (the API's
+    /// rules), without its group and legal entity (names in the file).
+    employees: Vec<(EmployeeFields, Period)>,
     group_order: Vec<usize>,
-}
-
-fn check_len(errors: &mut Vec<String>, at: &str, value: Option<&str>, max: usize) {
-    if let Some(v) = value {
-        if v.chars().count() > max {
-            errors.push(format!("{at}: longer than {max} characters"));
-        }
-    }
 }
 
 fn check(org: &OrgFile) -> Result<Checked, SeedError> {
@@ -328,8 +330,13 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
         if u.login.trim().is_empty() || !logins.insert(u.login.to_lowercase()) {
             errors.push(format!("{at}.login: missing or used twice ({:?})", u.login));
         }
-        if u.password.chars().count() < 8 {
-            errors.push(format!("{at}.password: at least 8 characters"));
+        // The set-password page's length rule; outside development,
+        // [`check_for_production`] applies the rest of it.
+        if u.password.chars().count() < password::MIN_CHARS {
+            errors.push(format!(
+                "{at}.password: at least {} characters",
+                password::MIN_CHARS
+            ));
         }
         if u.first_name.trim().is_empty() {
             errors.push(format!("{at}.firstName: must not be empty"));
@@ -382,7 +389,7 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
         }
     }
 
-    let mut ssns = HashMap::new();
+    let mut employees = Vec::new();
     let mut profile_ids = HashSet::new();
     let mut ssn_seen = HashSet::new();
     for (i, e) in org.employees.iter().enumerate() {
@@ -393,46 +400,21 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
                 e.profile_id
             ));
         }
-        for (field, value, max) in [
-            ("firstName", Some(e.first_name.as_str()), 40),
-            ("lastName", Some(e.last_name.as_str()), 40),
-            ("middleName", e.middle_name.as_deref(), 25),
-            ("profileId", Some(e.profile_id.as_str()), 30),
-            ("otherName", e.other_name.as_deref(), 40),
-            ("jobTitle", e.job_title.as_deref(), 80),
-            ("emailAddress", e.email_address.as_deref(), 80),
-            ("addressStreet", e.address_street.as_deref(), 80),
-            ("addressStreet2", e.address_street2.as_deref(), 80),
-            ("addressApartment", e.address_apartment.as_deref(), 80),
-            ("addressCity", e.address_city.as_deref(), 50),
-            ("addressState", e.address_state.as_deref(), 20),
-            ("addressCountry", e.address_country.as_deref(), 50),
-            ("addressZip", e.address_zip.as_deref(), 10),
-            ("workNumber", e.work_number.as_deref(), 20),
-            ("homeNumber", e.home_number.as_deref(), 20),
-            ("cellNumber", e.cell_number.as_deref(), 20),
-        ] {
-            check_len(&mut errors, &format!("{at}.{field}"), value, max);
-        }
-        if e.first_name.trim().is_empty() {
-            errors.push(format!("{at}.firstName: must not be empty"));
-        }
-        if e.last_name.trim().is_empty() {
-            errors.push(format!("{at}.lastName: must not be empty"));
-        }
-        if let Some(s) = &e.social_security_number {
-            match Ssn::parse(s) {
-                Ok(ssn) => {
-                    if !ssn_seen.insert(ssn.as_str().to_owned()) {
-                        errors.push(format!(
-                            "{at}.socialSecurityNumber: used by another employee in the file"
-                        ));
-                    }
-                    ssns.insert(i, ssn);
-                }
-                Err(err) => errors.push(format!("{at}.socialSecurityNumber: {err}")),
+        let (fields, period) = employee_fields(e, &at, &mut errors);
+        if let Some(ssn) = fields.new_ssn() {
+            if !ssn_seen.insert(ssn.as_str().to_owned()) {
+                errors.push(format!(
+                    "{at}.socialSecurityNumber: used by another employee in the file"
+                ));
             }
         }
+        let mut period_errors = Vec::new();
+        period.check(&mut period_errors, "before startDate");
+        errors.extend(
+            period_errors
+                .into_iter()
+                .map(|e| format!("{at}.{}: {}", e.field, e.message)),
+        );
         if !group_names.contains_key(&e.location.to_lowercase()) {
             errors.push(format!(
                 "{at}.location: no group named {:?} in the file",
@@ -446,51 +428,199 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
                 ));
             }
         }
-        if let Some(lp) = e.language_preference {
-            if lp != 1 && lp != 2 {
-                errors.push(format!(
-                    "{at}.languagePreference: must be 1 (English) or 2 (Spanish)"
-                ));
-            }
-        }
-        date(
-            &mut errors,
-            format!("{at}.dateOfBirth"),
-            e.date_of_birth.as_deref(),
-        );
-        date(
-            &mut errors,
-            format!("{at}.startDate"),
-            e.start_date.as_deref(),
-        );
-        date(
-            &mut errors,
-            format!("{at}.terminatedDate"),
-            e.terminated_date.as_deref(),
-        );
-    }
-    for (i, e) in org.employees.iter().enumerate() {
-        let at = format!("employees[{i}]");
-        if let (Some(Some(s)), Some(Some(t))) = (
-            dates.get(&format!("{at}.startDate")),
-            dates.get(&format!("{at}.terminatedDate")),
-        ) {
-            if t < s {
-                errors.push(format!("{at}.terminatedDate: before startDate"));
-            }
-        }
-        let _ = e;
+        employees.push((fields, period));
     }
 
     if errors.is_empty() {
         Ok(Checked {
             dates,
-            ssns,
+            employees,
             group_order,
         })
     } else {
         Err(SeedError::Invalid(errors))
     }
+}
+
+/// An employee of the file as the fields a write sets: every field the file
+/// has is read by its domain type (`crate::domain::fields`, the API's
+/// limits and formats), and a field the file leaves out is cleared, so the
+/// file is the whole truth about the fields it can hold. Problems go to
+/// `errors` as `employees[i].field: message`.
+fn employee_fields(e: &Employee, at: &str, errors: &mut Vec<String>) -> (EmployeeFields, Period) {
+    fn read<T>(
+        errors: &mut Vec<String>,
+        at: &str,
+        field: &str,
+        value: Option<&str>,
+        parse: impl FnOnce(&str) -> Result<T, Invalid>,
+    ) -> Option<Option<T>> {
+        match value.map(str::trim).filter(|v| !v.is_empty()) {
+            None => Some(None),
+            Some(v) => match parse(v) {
+                Ok(t) => Some(Some(t)),
+                Err(e) => {
+                    errors.push(format!("{at}.{field}: {}", e.message));
+                    None
+                }
+            },
+        }
+    }
+    fn date(
+        errors: &mut Vec<String>,
+        at: &str,
+        field: &str,
+        value: Option<&str>,
+    ) -> Option<NaiveDate> {
+        read(errors, at, field, value, |v| {
+            CalendarDate::from_json(&serde_json::Value::from(v))
+        })
+        .flatten()
+        .map(|d| d.0)
+    }
+    let first_name = read(
+        errors,
+        at,
+        "firstName",
+        Some(&e.first_name),
+        PersonName::parse,
+    )
+    .flatten();
+    let last_name = read(
+        errors,
+        at,
+        "lastName",
+        Some(&e.last_name),
+        PersonName::parse,
+    )
+    .flatten();
+    if e.first_name.trim().is_empty() {
+        errors.push(format!("{at}.firstName: must not be empty"));
+    }
+    if e.last_name.trim().is_empty() {
+        errors.push(format!("{at}.lastName: must not be empty"));
+    }
+    let fields = EmployeeFields {
+        first_name,
+        last_name,
+        middle_name: read(
+            errors,
+            at,
+            "middleName",
+            e.middle_name.as_deref(),
+            Text::parse,
+        ),
+        ssn: read(
+            errors,
+            at,
+            "socialSecurityNumber",
+            e.social_security_number.as_deref(),
+            |v| Ssn::from_json(&serde_json::Value::from(v)),
+        ),
+        date_of_birth: Some(date(errors, at, "dateOfBirth", e.date_of_birth.as_deref())),
+        profile_id: read(errors, at, "profileId", Some(&e.profile_id), Text::parse),
+        other_name: read(
+            errors,
+            at,
+            "otherName",
+            e.other_name.as_deref(),
+            Text::parse,
+        ),
+        job_title: read(errors, at, "jobTitle", e.job_title.as_deref(), Text::parse),
+        email_address: read(
+            errors,
+            at,
+            "emailAddress",
+            e.email_address.as_deref(),
+            Email::parse,
+        ),
+        language: match e.language_preference {
+            None => Some(None),
+            Some(id) => match Language::from_id(id.into()) {
+                Some(l) => Some(Some(l)),
+                None => {
+                    errors.push(format!("{at}.languagePreference: {}", Language::RULE));
+                    None
+                }
+            },
+        },
+        address_street: read(
+            errors,
+            at,
+            "addressStreet",
+            e.address_street.as_deref(),
+            Text::parse,
+        ),
+        address_street2: read(
+            errors,
+            at,
+            "addressStreet2",
+            e.address_street2.as_deref(),
+            Text::parse,
+        ),
+        address_apartment: read(
+            errors,
+            at,
+            "addressApartment",
+            e.address_apartment.as_deref(),
+            Text::parse,
+        ),
+        address_city: read(
+            errors,
+            at,
+            "addressCity",
+            e.address_city.as_deref(),
+            Text::parse,
+        ),
+        address_state: read(
+            errors,
+            at,
+            "addressState",
+            e.address_state.as_deref(),
+            Text::parse,
+        ),
+        address_country: read(
+            errors,
+            at,
+            "addressCountry",
+            e.address_country.as_deref(),
+            Text::parse,
+        ),
+        address_zip: read(
+            errors,
+            at,
+            "addressZip",
+            e.address_zip.as_deref(),
+            Text::parse,
+        ),
+        work_number: read(
+            errors,
+            at,
+            "workNumber",
+            e.work_number.as_deref(),
+            Text::parse,
+        ),
+        home_number: read(
+            errors,
+            at,
+            "homeNumber",
+            e.home_number.as_deref(),
+            Text::parse,
+        ),
+        cell_number: read(
+            errors,
+            at,
+            "cellNumber",
+            e.cell_number.as_deref(),
+            Text::parse,
+        ),
+        ..EmployeeFields::default()
+    };
+    let period = Period {
+        start: date(errors, at, "startDate", e.start_date.as_deref()),
+        terminated: date(errors, at, "terminatedDate", e.terminated_date.as_deref()),
+    };
+    (fields, period)
 }
 
 /// `whsec_` + base64 of the HMAC key bytes (Standard Webhooks).
@@ -588,8 +718,6 @@ pub fn check_for_production(org: &OrgFile) -> Result<(), SeedError> {
 }
 
 /// id, SSN hash and SSN ciphertext of an employee already in the database.
-type ExistingEmployee = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
-
 /// What a run did with a partner's `signingSecret` that differs from the
 /// stored current one (docs/operations.md, "Rotating a partner's signing
 /// secret").
@@ -669,8 +797,8 @@ pub async fn load_with(
     let mut entity_ids = HashMap::new();
     for (i, le) in org.legal_entities.iter().enumerate() {
         let eff = checked.dates[&format!("legalEntities[{i}].everifyEffectiveDate")];
-        let row: Option<(i64, bool)> = sqlx::query_as(
-            "INSERT INTO legal_entities (seed_key, entity_name, ein, everify_id, everify_effective_date, everify_status, active)
+        let row: Option<(i64, bool)> = sqlx::query!(
+            r#"INSERT INTO legal_entities (seed_key, entity_name, ein, everify_id, everify_effective_date, everify_status, active)
              VALUES ($1, $2, $3, $4, $5, $6, $7)
              ON CONFLICT (seed_key) DO UPDATE SET entity_name = EXCLUDED.entity_name, ein = EXCLUDED.ein,
                  everify_id = EXCLUDED.everify_id, everify_effective_date = EXCLUDED.everify_effective_date,
@@ -679,22 +807,22 @@ pub async fn load_with(
                     legal_entities.everify_effective_date, legal_entities.everify_status, legal_entities.active)
                  IS DISTINCT FROM (EXCLUDED.entity_name, EXCLUDED.ein, EXCLUDED.everify_id,
                     EXCLUDED.everify_effective_date, EXCLUDED.everify_status, EXCLUDED.active)
-             RETURNING id, (xmax = 0)",
+             RETURNING id, (xmax = 0) AS "inserted!""#,
+            &le.key,
+            &le.entity_name,
+            &le.ein,
+            le.everify_id.as_deref(),
+            eff,
+            le.everify_status.as_deref().unwrap_or("Not Ready"),
+            le.active,
         )
-        .bind(&le.key)
-        .bind(&le.entity_name)
-        .bind(&le.ein)
-        .bind(&le.everify_id)
-        .bind(eff)
-        .bind(le.everify_status.as_deref().unwrap_or("Not Ready"))
-        .bind(le.active)
         .fetch_optional(&mut *tx)
-        .await?;
+        .await?
+        .map(|r| (r.id, r.inserted));
         let id = match row {
             Some((id, _)) => id,
             None => {
-                sqlx::query_scalar("SELECT id FROM legal_entities WHERE seed_key = $1")
-                    .bind(&le.key)
+                sqlx::query_scalar!("SELECT id FROM legal_entities WHERE seed_key = $1", &le.key)
                     .fetch_one(&mut *tx)
                     .await?
             }
@@ -712,23 +840,26 @@ pub async fn load_with(
     for &i in &checked.group_order {
         let g = &org.groups[i];
         let parent = g.parent.as_ref().map(|p| group_ids[&p.to_lowercase()]);
-        let row: Option<(i64, bool)> = sqlx::query_as(
-            "INSERT INTO groups (name, parent_id) VALUES ($1, $2)
+        let row: Option<(i64, bool)> = sqlx::query!(
+            r#"INSERT INTO groups (name, parent_id) VALUES ($1, $2)
              ON CONFLICT ((lower(name))) DO UPDATE SET name = EXCLUDED.name, parent_id = EXCLUDED.parent_id
              WHERE (groups.name, groups.parent_id) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.parent_id)
-             RETURNING id, (xmax = 0)",
+             RETURNING id, (xmax = 0) AS "inserted!""#,
+            &g.name,
+            parent,
         )
-        .bind(&g.name)
-        .bind(parent)
         .fetch_optional(&mut *tx)
-        .await?;
+        .await?
+        .map(|r| (r.id, r.inserted));
         let id = match row {
             Some((id, _)) => id,
             None => {
-                sqlx::query_scalar("SELECT id FROM groups WHERE lower(name) = lower($1)")
-                    .bind(&g.name)
-                    .fetch_one(&mut *tx)
-                    .await?
+                sqlx::query_scalar!(
+                    "SELECT id FROM groups WHERE lower(name) = lower($1)",
+                    &g.name
+                )
+                .fetch_one(&mut *tx)
+                .await?
             }
         };
         group_ids.insert(g.name.to_lowercase(), id);
@@ -742,23 +873,26 @@ pub async fn load_with(
 
     let mut role_ids = HashMap::new();
     for r in &org.roles {
-        let row: Option<(i64, bool)> = sqlx::query_as(
-            "INSERT INTO roles (name, description) VALUES ($1, $2)
+        let row: Option<(i64, bool)> = sqlx::query!(
+            r#"INSERT INTO roles (name, description) VALUES ($1, $2)
              ON CONFLICT ((lower(name))) DO UPDATE SET name = EXCLUDED.name, description = EXCLUDED.description
              WHERE (roles.name, roles.description) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.description)
-             RETURNING id, (xmax = 0)",
+             RETURNING id, (xmax = 0) AS "inserted!""#,
+            &r.name,
+            &r.description,
         )
-        .bind(&r.name)
-        .bind(&r.description)
         .fetch_optional(&mut *tx)
-        .await?;
+        .await?
+        .map(|r| (r.id, r.inserted));
         let id = match row {
             Some((id, _)) => id,
             None => {
-                sqlx::query_scalar("SELECT id FROM roles WHERE lower(name) = lower($1)")
-                    .bind(&r.name)
-                    .fetch_one(&mut *tx)
-                    .await?
+                sqlx::query_scalar!(
+                    "SELECT id FROM roles WHERE lower(name) = lower($1)",
+                    &r.name
+                )
+                .fetch_one(&mut *tx)
+                .await?
             }
         };
         let perms: Vec<i16> = r.permissions.iter().map(|p| *p as i16).collect();
@@ -780,18 +914,20 @@ pub async fn load_with(
     }
 
     for u in &org.users {
-        let existing: Option<(i64, Option<String>)> =
-            sqlx::query_as("SELECT id, password_hash FROM users WHERE lower(login) = lower($1)")
-                .bind(&u.login)
-                .fetch_optional(&mut *tx)
-                .await?;
+        let existing: Option<(i64, Option<String>)> = sqlx::query!(
+            r#"SELECT id, password_hash FROM users WHERE lower(login) = lower($1)"#,
+            &u.login,
+        )
+        .fetch_optional(&mut *tx)
+        .await?
+        .map(|r| (r.id, r.password_hash));
         let hash = match &existing {
             Some((_, Some(h))) if verify_password(&u.password, h) => h.clone(),
             _ => hash_password(&u.password),
         };
         let role_id = role_ids[&u.role.to_lowercase()];
-        let row: Option<(i64, bool)> = sqlx::query_as(
-            "INSERT INTO users (login, password_hash, first_name, last_name, middle_name, title, email_address, role_id, retired, profile_id)
+        let row: Option<(i64, bool)> = sqlx::query!(
+            r#"INSERT INTO users (login, password_hash, first_name, last_name, middle_name, title, email_address, role_id, retired, profile_id)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
              ON CONFLICT ((lower(login))) DO UPDATE SET password_hash = EXCLUDED.password_hash,
                  first_name = EXCLUDED.first_name, last_name = EXCLUDED.last_name, middle_name = EXCLUDED.middle_name,
@@ -801,20 +937,21 @@ pub async fn load_with(
                     users.email_address, users.role_id, users.retired, users.profile_id)
                  IS DISTINCT FROM (EXCLUDED.password_hash, EXCLUDED.first_name, EXCLUDED.last_name, EXCLUDED.middle_name,
                     EXCLUDED.title, EXCLUDED.email_address, EXCLUDED.role_id, EXCLUDED.retired, EXCLUDED.profile_id)
-             RETURNING id, (xmax = 0)",
+             RETURNING id, (xmax = 0) AS "inserted!""#,
+            &u.login,
+            &hash,
+            &u.first_name,
+            &u.last_name,
+            u.middle_name.as_deref(),
+            u.title.as_deref(),
+            u.email_address.as_deref(),
+            role_id,
+            u.retired,
+            u.profile_id.as_deref(),
         )
-        .bind(&u.login)
-        .bind(&hash)
-        .bind(&u.first_name)
-        .bind(&u.last_name)
-        .bind(&u.middle_name)
-        .bind(&u.title)
-        .bind(&u.email_address)
-        .bind(role_id)
-        .bind(u.retired)
-        .bind(&u.profile_id)
         .fetch_optional(&mut *tx)
-        .await?;
+        .await?
+        .map(|r| (r.id, r.inserted));
         let id = row
             .map(|r| r.0)
             .or(existing.map(|e| e.0))
@@ -841,12 +978,13 @@ pub async fn load_with(
     }
 
     for c in &org.clients {
-        let existing: Option<(i64, String, Option<Vec<u8>>)> = sqlx::query_as(
-            "SELECT id, secret_hash, signing_secret_ciphertext FROM oauth_clients WHERE client_id = $1",
+        let existing: Option<(i64, String, Option<Vec<u8>>)> = sqlx::query!(
+            r#"SELECT id, secret_hash, signing_secret_ciphertext FROM oauth_clients WHERE client_id = $1"#,
+            &c.client_id,
         )
-        .bind(&c.client_id)
         .fetch_optional(&mut *tx)
-        .await?;
+        .await?
+        .map(|r| (r.id, r.secret_hash, r.signing_secret_ciphertext));
         let secret_hash = match &existing {
             Some((_, h, _)) if verify_password(&c.client_secret, h) => h.clone(),
             _ => hash_password(&c.client_secret),
@@ -877,8 +1015,8 @@ pub async fn load_with(
             None => cipher.encrypt(Purpose::SigningSecret, int.signing_secret.as_bytes()),
         });
         let scopes = Scopes::from_list(&c.scopes).unwrap_or_default().to_list();
-        let row: Option<(i64, bool)> = sqlx::query_as(
-            "INSERT INTO oauth_clients (client_id, secret_hash, scopes, integration_client_system, integration_hr_url,
+        let row: Option<(i64, bool)> = sqlx::query!(
+            r#"INSERT INTO oauth_clients (client_id, secret_hash, scopes, integration_client_system, integration_hr_url,
                  signing_secret_ciphertext, signing_secret_set_at)
              VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $6::BYTEA IS NULL THEN NULL ELSE now() END)
              ON CONFLICT (client_id) DO UPDATE SET secret_hash = EXCLUDED.secret_hash, scopes = EXCLUDED.scopes,
@@ -893,16 +1031,17 @@ pub async fn load_with(
                     oauth_clients.integration_hr_url, oauth_clients.signing_secret_ciphertext)
                  IS DISTINCT FROM (EXCLUDED.secret_hash, EXCLUDED.scopes, EXCLUDED.integration_client_system,
                     EXCLUDED.integration_hr_url, EXCLUDED.signing_secret_ciphertext)
-             RETURNING id, (xmax = 0)",
+             RETURNING id, (xmax = 0) AS "inserted!""#,
+            &c.client_id,
+            &secret_hash,
+            &scopes,
+            c.integration.as_ref().map(|i| &i.client_system),
+            c.integration.as_ref().map(|i| &i.hr_url),
+            signing,
         )
-        .bind(&c.client_id)
-        .bind(&secret_hash)
-        .bind(&scopes)
-        .bind(c.integration.as_ref().map(|i| &i.client_system))
-        .bind(c.integration.as_ref().map(|i| &i.hr_url))
-        .bind(signing)
         .fetch_optional(&mut *tx)
-        .await?;
+        .await?
+        .map(|r| (r.id, r.inserted));
         let id = row
             .map(|r| r.0)
             .or(existing.map(|e| e.0))
@@ -933,134 +1072,66 @@ pub async fn load_with(
         });
     }
 
-    for (i, e) in org.employees.iter().enumerate() {
+    for (i, (e, (fields, period))) in org.employees.iter().zip(&checked.employees).enumerate() {
         let at = format!("employees[{i}]");
-        let ssn = checked.ssns.get(&i);
-        let existing: Option<ExistingEmployee> = sqlx::query_as(
-            "SELECT id, ssn_hash, ssn_ciphertext FROM employees WHERE lower(profile_id) = lower($1)",
+        let existing: Option<(i64, Option<Vec<u8>>)> = sqlx::query!(
+            r#"SELECT id, ssn_hash FROM employees WHERE lower(profile_id) = lower($1)"#,
+            &e.profile_id,
         )
-        .bind(&e.profile_id)
         .fetch_optional(&mut *tx)
-        .await?;
+        .await?
+        .map(|r| (r.id, r.ssn_hash));
+        let mut fields = fields.clone();
+        fields.location_id = Some(group_ids[&e.location.to_lowercase()]);
+        fields.legal_entity_id = Some(e.legal_entity.as_ref().map(|k| entity_ids[k]));
         // Keep the stored ciphertext and hash when the number is the same (its
         // hash under any key of the ring), so a rerun changes nothing.
-        let ssn_hashes = ssn.map(|s| cipher.ssn_search_hashes(s));
-        let (ssn_ct, ssn_hash) = match (&existing, &ssn_hashes, ssn) {
-            (Some((_, Some(h), Some(ct))), Some(all), _) if all.contains(h) => {
-                (Some(ct.clone()), Some(h.clone()))
+        if let (Some((_, Some(stored))), Some(ssn)) = (&existing, fields.new_ssn()) {
+            if cipher.ssn_search_hashes(ssn).contains(stored) {
+                fields.ssn = None;
             }
-            (_, _, Some(s)) => (
-                Some(cipher.encrypt_ssn(Purpose::EmployeeSsn, s)),
-                Some(cipher.ssn_search_hash(s)),
-            ),
-            _ => (None, None),
+        }
+        let refused = |err: WriteError| match err {
+            WriteError::Database(e) => SeedError::Database(e),
+            WriteError::Conflict(_) if fields.new_ssn().is_some() => {
+                SeedError::Invalid(vec![format!(
+                    "{at}.socialSecurityNumber: already held by another employee in the database"
+                )])
+            }
+            other => SeedError::Invalid(vec![format!("{at}: {other}")]),
         };
-        let location = group_ids[&e.location.to_lowercase()];
-        let entity = e.legal_entity.as_ref().map(|k| entity_ids[k]);
-        let dob = checked.dates[&format!("{at}.dateOfBirth")];
-        let row: Option<(i64, bool)> = sqlx::query_as(
-            "INSERT INTO employees (first_name, last_name, middle_name, ssn_ciphertext, ssn_hash, ssn_last4,
-                 date_of_birth, profile_id, other_name, job_title, email_address, location_id, legal_entity_id,
-                 language_preference, address_street, address_street2, address_apartment, address_city,
-                 address_state, address_country, address_zip, work_number, home_number, cell_number, ssn_hash_check)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)
-             ON CONFLICT ((lower(profile_id))) DO UPDATE SET first_name = EXCLUDED.first_name,
-                 last_name = EXCLUDED.last_name, middle_name = EXCLUDED.middle_name,
-                 ssn_ciphertext = EXCLUDED.ssn_ciphertext, ssn_hash = EXCLUDED.ssn_hash, ssn_last4 = EXCLUDED.ssn_last4,
-                 date_of_birth = EXCLUDED.date_of_birth, other_name = EXCLUDED.other_name,
-                 job_title = EXCLUDED.job_title, email_address = EXCLUDED.email_address,
-                 location_id = EXCLUDED.location_id, legal_entity_id = EXCLUDED.legal_entity_id,
-                 language_preference = EXCLUDED.language_preference, address_street = EXCLUDED.address_street,
-                 address_street2 = EXCLUDED.address_street2, address_apartment = EXCLUDED.address_apartment,
-                 address_city = EXCLUDED.address_city, address_state = EXCLUDED.address_state,
-                 address_country = EXCLUDED.address_country, address_zip = EXCLUDED.address_zip,
-                 work_number = EXCLUDED.work_number, home_number = EXCLUDED.home_number,
-                 cell_number = EXCLUDED.cell_number, updated_at = now()
-             WHERE (employees.first_name, employees.last_name, employees.middle_name, employees.ssn_ciphertext,
-                    employees.date_of_birth, employees.other_name, employees.job_title, employees.email_address,
-                    employees.location_id, employees.legal_entity_id, employees.language_preference,
-                    employees.address_street, employees.address_street2, employees.address_apartment,
-                    employees.address_city, employees.address_state, employees.address_country,
-                    employees.address_zip, employees.work_number, employees.home_number, employees.cell_number)
-                 IS DISTINCT FROM (EXCLUDED.first_name, EXCLUDED.last_name, EXCLUDED.middle_name, EXCLUDED.ssn_ciphertext,
-                    EXCLUDED.date_of_birth, EXCLUDED.other_name, EXCLUDED.job_title, EXCLUDED.email_address,
-                    EXCLUDED.location_id, EXCLUDED.legal_entity_id, EXCLUDED.language_preference,
-                    EXCLUDED.address_street, EXCLUDED.address_street2, EXCLUDED.address_apartment,
-                    EXCLUDED.address_city, EXCLUDED.address_state, EXCLUDED.address_country,
-                    EXCLUDED.address_zip, EXCLUDED.work_number, EXCLUDED.home_number, EXCLUDED.cell_number)
-             RETURNING id, (xmax = 0)",
-        )
-        .bind(&e.first_name)
-        .bind(&e.last_name)
-        .bind(&e.middle_name)
-        .bind(ssn_ct)
-        .bind(ssn_hash)
-        .bind(ssn.map(|s| s.last4().to_owned()))
-        .bind(dob)
-        .bind(&e.profile_id)
-        .bind(&e.other_name)
-        .bind(&e.job_title)
-        .bind(&e.email_address)
-        .bind(location)
-        .bind(entity)
-        .bind(e.language_preference)
-        .bind(&e.address_street)
-        .bind(&e.address_street2)
-        .bind(&e.address_apartment)
-        .bind(&e.address_city)
-        .bind(&e.address_state)
-        .bind(&e.address_country)
-        .bind(&e.address_zip)
-        .bind(&e.work_number)
-        .bind(&e.home_number)
-        .bind(&e.cell_number)
-        .bind(ssn_hashes)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|err| match &err {
-            sqlx::Error::Database(db) if db.constraint() == Some("employees_ssn_hash_key") => SeedError::Invalid(vec![
-                format!("{at}.socialSecurityNumber: already held by another employee in the database"),
-            ]),
-            _ => SeedError::Database(err),
-        })?;
-        let id = row
-            .map(|r| r.0)
-            .or(existing.map(|e| e.0))
-            .ok_or(sqlx::Error::RowNotFound)?;
-        let start = checked.dates[&format!("{at}.startDate")];
-        let end = checked.dates[&format!("{at}.terminatedDate")];
-        let period: Option<(i64, Option<NaiveDate>, Option<NaiveDate>)> = sqlx::query_as(
-            "SELECT id, start_date, terminated_date FROM employment_periods WHERE employee_id = $1 ORDER BY id DESC LIMIT 1",
-        )
-        .bind(id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let period_changed = match period {
+        let (id, outcome) = match existing {
             None => {
-                sqlx::query("INSERT INTO employment_periods (employee_id, start_date, terminated_date) VALUES ($1, $2, $3)")
-                    .bind(id)
-                    .bind(start)
-                    .bind(end)
-                    .execute(&mut *tx)
-                    .await?;
-                true
+                let id = employee::insert(&mut tx, cipher, &fields)
+                    .await
+                    .map_err(refused)?;
+                employee::start_period(&mut tx, id, *period).await?;
+                (id, Outcome::Created)
             }
-            Some((pid, s, t)) if (s, t) != (start, end) => {
-                sqlx::query("UPDATE employment_periods SET start_date = $2, terminated_date = $3 WHERE id = $1")
-                    .bind(pid)
-                    .bind(start)
-                    .bind(end)
-                    .execute(&mut *tx)
-                    .await?;
-                true
+            Some((id, _)) => {
+                let changed = employee::update_if_changed(&mut tx, cipher, id, &fields)
+                    .await
+                    .map_err(refused)?;
+                let current = employee::lock(&mut tx, id)
+                    .await?
+                    .ok_or(sqlx::Error::RowNotFound)?;
+                let period_changed = current.period_id.is_none() || current.period() != *period;
+                if period_changed {
+                    employee::set_period(&mut tx, id, current.period_id, *period).await?;
+                }
+                let outcome = if changed || period_changed {
+                    Outcome::Updated
+                } else {
+                    Outcome::Unchanged
+                };
+                (id, outcome)
             }
-            Some(_) => false,
         };
         out.push(Assigned {
             kind: "employee",
             key: e.profile_id.clone(),
             id,
-            outcome: Outcome::of(row.map(|r| r.1)).or(period_changed),
+            outcome,
         });
     }
 
@@ -1072,12 +1143,9 @@ pub async fn load_with(
             m
         });
     if !summary.is_empty() {
-        sqlx::query(
-            "INSERT INTO audit_log (action, resource_type, detail) VALUES ('seed', 'organization', $1)",
-        )
-        .bind(serde_json::json!({ "changed": summary }))
-        .execute(&mut *tx)
-        .await?;
+        let entry = audit::Entry::about_none("seed", "organization")
+            .detail(serde_json::json!({ "changed": summary }));
+        audit::record(&mut *tx, &Actor::default(), entry).await?;
     }
     tx.commit().await?;
     Ok((out, notes))

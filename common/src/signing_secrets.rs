@@ -45,6 +45,29 @@ pub enum SigningError {
     Database(#[from] sqlx::Error),
 }
 
+/// A client's current signing secret (its ciphertext) and when it was set,
+/// read with the database's clock.
+struct CurrentSecret {
+    signing_secret_ciphertext: Option<Vec<u8>>,
+    signing_secret_set_at: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+}
+
+/// A replaced secret, as a rotation takes it out of `previous_signing_secrets`.
+struct PreviousSecret {
+    secret_ciphertext: Vec<u8>,
+    set_at: Option<DateTime<Utc>>,
+    replaced_at: DateTime<Utc>,
+    still_valid: bool,
+}
+
+/// A replaced secret whose overlap is ended.
+struct EndedSecret {
+    set_at: Option<DateTime<Utc>>,
+    replaced_at: DateTime<Utc>,
+    still_valid: bool,
+}
+
 /// The secrets a callback for client `client` (`oauth_clients.id`) is signed
 /// with: `current` (its ciphertext), then every replaced one whose overlap
 /// has not ended, newest first.
@@ -54,12 +77,12 @@ pub async fn valid(
     client: i64,
     current: &[u8],
 ) -> Result<Vec<String>, SigningError> {
-    let previous: Vec<Vec<u8>> = sqlx::query_scalar(
+    let previous = sqlx::query_scalar!(
         "SELECT secret_ciphertext FROM previous_signing_secrets
          WHERE oauth_client_id = $1 AND valid_until > now()
          ORDER BY replaced_at DESC, id DESC",
+        client,
     )
-    .bind(client)
     .fetch_all(db)
     .await?;
     std::iter::once(current)
@@ -164,14 +187,18 @@ pub async fn replace(
     overlap: Duration,
 ) -> Result<Vec<Stop>, SigningError> {
     let new_plain = cipher.decrypt(Purpose::SigningSecret, new_ciphertext)?;
-    let (old, set_at, now): (Option<Vec<u8>>, Option<DateTime<Utc>>, DateTime<Utc>) =
-        sqlx::query_as(
-            "SELECT signing_secret_ciphertext, signing_secret_set_at, now() FROM oauth_clients
-             WHERE id = $1 FOR UPDATE",
-        )
-        .bind(client)
-        .fetch_one(&mut *conn)
-        .await?;
+    let CurrentSecret {
+        signing_secret_ciphertext: old,
+        signing_secret_set_at: set_at,
+        now,
+    } = sqlx::query_as!(
+        CurrentSecret,
+        r#"SELECT signing_secret_ciphertext, signing_secret_set_at, now() AS "now!"
+         FROM oauth_clients WHERE id = $1 FOR UPDATE"#,
+        client,
+    )
+    .fetch_one(&mut *conn)
+    .await?;
     if old
         .as_deref()
         .is_some_and(|old| same_secret(cipher, old, &new_plain))
@@ -182,21 +209,22 @@ pub async fn replace(
         .ok()
         .and_then(|d| now.checked_add_signed(d))
         .ok_or(SigningError::OverlapTooLong)?;
-    let mut earlier: Vec<(Vec<u8>, Option<DateTime<Utc>>, DateTime<Utc>, bool)> = sqlx::query_as(
-        "DELETE FROM previous_signing_secrets WHERE oauth_client_id = $1
-         RETURNING secret_ciphertext, set_at, replaced_at, valid_until > now()",
+    let mut earlier = sqlx::query_as!(
+        PreviousSecret,
+        r#"DELETE FROM previous_signing_secrets WHERE oauth_client_id = $1
+         RETURNING secret_ciphertext, set_at, replaced_at, valid_until > now() AS "still_valid!""#,
+        client,
     )
-    .bind(client)
     .fetch_all(&mut *conn)
     .await?;
-    earlier.sort_by_key(|e| std::cmp::Reverse(e.2));
-    sqlx::query(
+    earlier.sort_by_key(|e| std::cmp::Reverse(e.replaced_at));
+    sqlx::query!(
         "UPDATE oauth_clients SET signing_secret_ciphertext = $2, signing_secret_set_at = now(),
              updated_at = now()
          WHERE id = $1",
+        client,
+        new_ciphertext,
     )
-    .bind(client)
-    .bind(new_ciphertext)
     .execute(&mut *conn)
     .await?;
     let mut stops = Vec::new();
@@ -212,15 +240,15 @@ pub async fn replace(
                 until: None,
             });
         } else {
-            sqlx::query(
+            sqlx::query!(
                 "INSERT INTO previous_signing_secrets
                      (oauth_client_id, secret_ciphertext, set_at, replaced_at, valid_until)
                  VALUES ($1, $2, $3, now(), $4)",
+                client,
+                old,
+                set_at,
+                until,
             )
-            .bind(client)
-            .bind(old)
-            .bind(set_at)
-            .bind(until)
             .execute(&mut *conn)
             .await?;
             stops.push(Stop {
@@ -233,11 +261,11 @@ pub async fn replace(
     stops.extend(
         earlier
             .into_iter()
-            .filter(|(ct, _, _, valid)| *valid && !same_secret(cipher, ct, &new_plain))
-            .map(|(_, set_at, replaced_at, _)| Stop {
+            .filter(|e| e.still_valid && !same_secret(cipher, &e.secret_ciphertext, &new_plain))
+            .map(|e| Stop {
                 secret: SecretName {
-                    set_at,
-                    replaced_at,
+                    set_at: e.set_at,
+                    replaced_at: e.replaced_at,
                 },
                 until: None,
             }),
@@ -254,24 +282,24 @@ pub async fn is_replaced(
     client_id: &str,
     secret: &str,
 ) -> Result<bool, sqlx::Error> {
-    let retired: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM retired_signing_secrets r
+    let retired = sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM retired_signing_secrets r
                         JOIN oauth_clients c ON c.id = r.oauth_client_id
-                        WHERE c.client_id = $1 AND r.secret_sha256 = $2)",
+                        WHERE c.client_id = $1 AND r.secret_sha256 = $2) AS "retired!""#,
+        client_id,
+        token_hash(secret),
     )
-    .bind(client_id)
-    .bind(token_hash(secret))
     .fetch_one(&mut *conn)
     .await?;
     if retired {
         return Ok(true);
     }
     // Replaced before `retired_signing_secrets` existed: only while stored.
-    let replaced: Vec<Vec<u8>> = sqlx::query_scalar(
+    let replaced = sqlx::query_scalar!(
         "SELECT p.secret_ciphertext FROM previous_signing_secrets p
          JOIN oauth_clients c ON c.id = p.oauth_client_id WHERE c.client_id = $1",
+        client_id,
     )
-    .bind(client_id)
     .fetch_all(&mut *conn)
     .await?;
     Ok(replaced
@@ -290,12 +318,12 @@ async fn retire(
     let plain = cipher.decrypt(Purpose::SigningSecret, ciphertext)?;
     let plain =
         String::from_utf8(plain).map_err(|_| SigningError::Undecryptable(DecryptError::Invalid))?;
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO retired_signing_secrets (oauth_client_id, secret_sha256) VALUES ($1, $2)
          ON CONFLICT DO NOTHING",
+        client,
+        token_hash(&plain),
     )
-    .bind(client)
-    .bind(token_hash(&plain))
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -307,20 +335,21 @@ pub async fn end_overlap(
     conn: &mut PgConnection,
     client: i64,
 ) -> Result<Vec<SecretName>, sqlx::Error> {
-    let mut ended: Vec<(Option<DateTime<Utc>>, DateTime<Utc>, bool)> = sqlx::query_as(
-        "DELETE FROM previous_signing_secrets WHERE oauth_client_id = $1
-         RETURNING set_at, replaced_at, valid_until > now()",
+    let mut ended = sqlx::query_as!(
+        EndedSecret,
+        r#"DELETE FROM previous_signing_secrets WHERE oauth_client_id = $1
+         RETURNING set_at, replaced_at, valid_until > now() AS "still_valid!""#,
+        client,
     )
-    .bind(client)
     .fetch_all(&mut *conn)
     .await?;
-    ended.sort_by_key(|e| std::cmp::Reverse(e.1));
+    ended.sort_by_key(|e| std::cmp::Reverse(e.replaced_at));
     Ok(ended
         .into_iter()
-        .filter(|(_, _, valid)| *valid)
-        .map(|(set_at, replaced_at, _)| SecretName {
-            set_at,
-            replaced_at,
+        .filter(|e| e.still_valid)
+        .map(|e| SecretName {
+            set_at: e.set_at,
+            replaced_at: e.replaced_at,
         })
         .collect())
 }

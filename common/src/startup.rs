@@ -18,6 +18,7 @@ use std::{
 use anyhow::{anyhow, bail};
 use backon::{BackoffBuilder, ExponentialBuilder};
 use lapin::uri::AMQPUri;
+use secrecy::{ExposeSecret, SecretString};
 use sqlx::{
     postgres::{PgConnectOptions, PgPool},
     Connection,
@@ -48,6 +49,7 @@ pub async fn prepare(
         &pool,
         &DataCipher::from_config(config),
         binary,
+        &config.host_name,
         processes::HEARTBEAT,
     )
     .await?;
@@ -60,6 +62,7 @@ pub async fn check_keys_and_register(
     pool: &PgPool,
     cipher: &DataCipher,
     binary: &'static str,
+    host: &str,
     every: std::time::Duration,
 ) -> anyhow::Result<Registration> {
     let check = key_check::verify_or_record(pool, cipher).await?;
@@ -69,7 +72,7 @@ pub async fn check_keys_and_register(
         ssn_hash_keys = %ring_ids(&cipher.hash_key_ids()),
         "keys match the data"
     );
-    Registration::start(pool, binary, cipher, every).await
+    Registration::start(pool, binary, host, cipher, every).await
 }
 
 /// `2 (current), 1`.
@@ -102,7 +105,8 @@ pub async fn wait_for_dependencies(config: &Config) -> anyhow::Result<()> {
     }
 }
 
-pub async fn wait_for_postgres(url: &str, deadline: Instant) -> anyhow::Result<()> {
+pub async fn wait_for_postgres(url: &SecretString, deadline: Instant) -> anyhow::Result<()> {
+    let url = url.expose_secret();
     let options = PgConnectOptions::from_str(url)
         .map_err(|e| anyhow!("DATABASE_URL is not a valid Postgres URL: {e}"))?;
     let target = Target {
@@ -126,9 +130,9 @@ pub async fn wait_for_postgres(url: &str, deadline: Instant) -> anyhow::Result<(
         .await
 }
 
-pub async fn wait_for_rabbitmq(url: &str, deadline: Instant) -> anyhow::Result<()> {
-    let uri =
-        AMQPUri::from_str(url).map_err(|e| anyhow!("AMQP_URL is not a valid AMQP URL: {e}"))?;
+pub async fn wait_for_rabbitmq(url: &SecretString, deadline: Instant) -> anyhow::Result<()> {
+    let uri = AMQPUri::from_str(url.expose_secret())
+        .map_err(|e| anyhow!("AMQP_URL is not a valid AMQP URL: {e}"))?;
     let target = Target {
         what: "RabbitMQ",
         variable: "AMQP_URL",
@@ -328,7 +332,7 @@ mod tests {
     async fn a_database_that_does_not_exist_is_refused_at_once() {
         let url = crate::config::DEFAULT_DATABASE_URL.replace("/i9", "/i9_no_such_database");
         let started = Instant::now();
-        let e = wait_for_postgres(&url, Instant::now() + Duration::from_secs(30))
+        let e = wait_for_postgres(&url.into(), Instant::now() + Duration::from_secs(30))
             .await
             .unwrap_err()
             .to_string();
@@ -352,7 +356,7 @@ mod tests {
     #[tokio::test]
     async fn a_wrong_rabbitmq_password_is_refused_at_once() {
         let e = wait_for_rabbitmq(
-            "amqp://guest:not-the-password@127.0.0.1:5672/%2f",
+            &"amqp://guest:not-the-password@127.0.0.1:5672/%2f".into(),
             Instant::now() + Duration::from_secs(30),
         )
         .await
@@ -368,13 +372,13 @@ mod tests {
     #[tokio::test]
     async fn an_unreachable_port_fails_within_the_deadline_naming_it() {
         let deadline = Instant::now() + Duration::from_secs(1);
-        let e = wait_for_postgres("postgres://u:hunter2@127.0.0.1:1/i9", deadline)
+        let e = wait_for_postgres(&"postgres://u:hunter2@127.0.0.1:1/i9".into(), deadline)
             .await
             .unwrap_err()
             .to_string();
         assert!(e.contains("Postgres at 127.0.0.1:1 (database i9)"), "{e}");
         assert!(!e.contains("hunter2"), "{e}");
-        let e = wait_for_rabbitmq("amqp://u:hunter2@127.0.0.1:1/%2f", deadline)
+        let e = wait_for_rabbitmq(&"amqp://u:hunter2@127.0.0.1:1/%2f".into(), deadline)
             .await
             .unwrap_err()
             .to_string();
@@ -385,12 +389,12 @@ mod tests {
     #[tokio::test]
     async fn a_malformed_url_fails_at_once() {
         let deadline = Instant::now() + Duration::from_secs(60);
-        let e = wait_for_rabbitmq("http://nope", deadline)
+        let e = wait_for_rabbitmq(&"http://nope".into(), deadline)
             .await
             .unwrap_err()
             .to_string();
         assert!(e.contains("AMQP_URL is not a valid AMQP URL"), "{e}");
-        let e = wait_for_postgres("not a url", deadline)
+        let e = wait_for_postgres(&"not a url".into(), deadline)
             .await
             .unwrap_err()
             .to_string();

@@ -1,15 +1,22 @@
 //! Logging with tracing, to stderr: human-readable by default (coloured only
 //! when stderr is a terminal, so files and journald get plain text), JSON
-//! lines with `LOG_FORMAT=json`; levels from `RUST_LOG`.
+//! lines with `LOG_FORMAT=json`; levels from `RUST_LOG` (both read with the
+//! rest of the configuration, `common/src/config.rs`).
 
 use std::io::IsTerminal;
 
 use tracing_subscriber::{fmt, prelude::*, EnvFilter};
 
-pub fn init(default_filter: &str) {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
-    let json = std::env::var("LOG_FORMAT").is_ok_and(|v| v.eq_ignore_ascii_case("json"));
+use crate::config::LogSettings;
+
+/// Log as `settings` say, `default_filter` when `RUST_LOG` is unset.
+pub fn init(settings: &LogSettings, default_filter: &str) {
+    let filter = settings
+        .filter
+        .as_deref()
+        .and_then(|f| EnvFilter::try_new(f).ok())
+        .unwrap_or_else(|| EnvFilter::new(default_filter));
+    let json = settings.json;
     let registry = tracing_subscriber::registry().with(filter);
     let result = if json {
         registry

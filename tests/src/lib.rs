@@ -16,6 +16,7 @@ use i9_common::{
     amqp::Topology, crypto::DataCipher, db::MIGRATOR, relay, retry::RetryPolicy, seed, Config,
 };
 use i9_workers::consumer::WorkerConfig;
+use secrecy::SecretString;
 use serde_json::Value;
 use sqlx::{postgres::PgPoolOptions, Connection, Executor, PgConnection, PgPool};
 use tokio::sync::watch;
@@ -24,9 +25,10 @@ pub use proxy::TcpProxy;
 pub use receiver::Receiver;
 pub use smtp::TestSmtp;
 
-/// RabbitMQ as the machine runs it.
-pub fn amqp_url() -> String {
-    std::env::var("AMQP_URL").unwrap_or_else(|_| i9_common::config::DEFAULT_AMQP_URL.to_owned())
+/// RabbitMQ as the machine runs it: `AMQP_URL` as the tests' configuration
+/// reads it (`Config::for_tests`).
+pub fn amqp_url() -> SecretString {
+    Config::for_tests("").amqp_url
 }
 
 /// Poll `check` until it holds, or fail after 30 s. No sleeps as synchronisation.
@@ -201,11 +203,11 @@ pub async fn spawn(stack: Stack, configure: impl FnOnce(&mut Config)) -> TestApp
         None
     };
     if let Some(p) = &proxy {
-        config.amqp_url = p.amqp_url();
+        config.amqp_url = p.amqp_url().into();
     }
     let smtp = stack.jobs.then(TestSmtp::start);
     if let Some(s) = &smtp {
-        config.smtp_url = Some(s.url());
+        config.smtp_url = Some(s.url().into());
     }
     configure(&mut config);
     let cipher = DataCipher::from_config(&config);

@@ -62,7 +62,12 @@ pub fn init() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         let Some(file) = new_file(&process_name()) else {
-            i9_common::telemetry::init(STDERR_DEFAULT);
+            // As a binary would log, RUST_LOG still choosing the levels.
+            let log = i9_common::config::LogSettings {
+                filter: std::env::var("RUST_LOG").ok(),
+                json: false,
+            };
+            i9_common::telemetry::init(&log, STDERR_DEFAULT);
             return;
         };
         let stderr_filter =

@@ -3,22 +3,29 @@
 //! files hold live one-time links: the folder is kept at 0700 and each file
 //! is made 0600 (never readable by others, even for a moment).
 //!
-//! `SMTP_URL` is read by lettre (`AsyncSmtpTransport::from_url`):
-//! `smtps://` is TLS from the first byte (port 465 by default),
-//! `smtp://…?tls=required` upgrades with STARTTLS and refuses a server that
-//! does not offer it (port 587), plain `smtp://` has no TLS (port 25; a relay
-//! on this host, or Mailpit). Servers are verified against the Mozilla roots
-//! plus `SMTP_CA_FILE` (a private CA). Credentials in the URL need one of the
-//! two TLS forms: otherwise the worker refuses to start, unless
-//! `SMTP_ALLOW_PLAINTEXT_AUTH` is true (docs/operations.md, "Mail").
+//! `SMTP_URL` is read by lettre (`AsyncSmtpTransport::from_url`: host,
+//! port, credentials, hello name, TLS): `smtps://` is TLS from the first
+//! byte (port 465 by default), `smtp://…?tls=required` upgrades with
+//! STARTTLS and refuses a server that does not offer it (port 587), plain
+//! `smtp://` has no TLS (port 25; a relay on this host, or Mailpit). Servers
+//! are verified against the Mozilla roots plus `SMTP_CA_FILE` (a private
+//! CA). Credentials in the URL need one of the two TLS forms: otherwise the
+//! worker refuses to start, unless `SMTP_ALLOW_PLAINTEXT_AUTH` is true
+//! (docs/operations.md, "Mail"); that rule, which lettre does not apply, is
+//! checked with the rest of the configuration ([`SmtpSecurity::check`]).
 
 use std::{
     path::{Path, PathBuf},
     time::Duration,
 };
 
+use secrecy::{ExposeSecret, SecretString};
+
 use anyhow::{anyhow, bail, Context};
-use i9_common::Config;
+use i9_common::{
+    config::{SmtpSecurity, SMTP_URL_FORMS},
+    Config,
+};
 use lettre::{
     message::{header::ContentType, Mailbox, MultiPart, SinglePart},
     transport::smtp::client::{Certificate, Tls, TlsParameters},
@@ -159,56 +166,18 @@ fn write_eml(dir: &Path, message: &[u8]) -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", partial.display()))
 }
 
-/// How an `SMTP_URL` protects the connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Security {
-    /// `smtp://`: no TLS.
-    Plain,
-    /// `smtp://…?tls=opportunistic`: STARTTLS when offered, clear otherwise
-    /// (an attacker on the path can strip the offer).
-    Opportunistic,
-    /// `smtp://…?tls=required`: STARTTLS or no mail.
-    StartTls,
-    /// `smtps://`: TLS from the first byte.
-    Implicit,
-}
-
-const URL_FORMS: &str = "smtps://user:password@host[:465], \
-smtp://user:password@host[:587]?tls=required, or smtp://host[:25] for a relay without TLS";
-
-/// The transport for `url`, checked against the rules of this module.
+/// The transport for `url`: lettre reads it, once its form passed the
+/// rules of [`SmtpSecurity::check`]; `SMTP_CA_FILE` replaces lettre's TLS
+/// parameters by ones that trust its roots too, in the same form.
 fn smtp_transport(
-    url: &str,
+    url: &SecretString,
     ca_file: Option<&Path>,
     allow_plaintext_auth: bool,
 ) -> anyhow::Result<AsyncSmtpTransport<Tokio1Executor>> {
     // Errors name the setting, never its value: it may hold a password.
-    let parsed =
-        url::Url::parse(url).map_err(|_| anyhow!("SMTP_URL is not a URL; use {URL_FORMS}"))?;
-    let tls = parsed
-        .query_pairs()
-        .find(|(k, _)| k == "tls")
-        .map(|(_, v)| v.into_owned());
-    let security = match (parsed.scheme(), tls.as_deref()) {
-        ("smtps", None | Some("required")) => Security::Implicit,
-        ("smtp", Some("required")) => Security::StartTls,
-        ("smtp", Some("opportunistic")) => Security::Opportunistic,
-        ("smtp", None) => Security::Plain,
-        _ => bail!("SMTP_URL has an unknown scheme or tls= value; use {URL_FORMS}"),
-    };
-    let encrypted = matches!(security, Security::StartTls | Security::Implicit);
-    if parsed.password().is_some() && !encrypted && !allow_plaintext_auth {
-        bail!(
-            "SMTP_URL carries a user name and password but no TLS, so they would cross the \
-             network in clear: use smtps:// (TLS from the start) or smtp://…?tls=required \
-             (STARTTLS), or set SMTP_ALLOW_PLAINTEXT_AUTH=true for a relay on this host"
-        );
-    }
-    let host = parsed
-        .host_str()
-        .filter(|h| !h.is_empty())
-        .ok_or_else(|| anyhow!("SMTP_URL needs a host; use {URL_FORMS}"))?
-        .to_owned();
+    let (security, host) = SmtpSecurity::check(url, allow_plaintext_auth, ca_file.is_some())
+        .map_err(|e| anyhow!(e))?;
+    let encrypted = matches!(security, SmtpSecurity::StartTls | SmtpSecurity::Implicit);
     if !encrypted && !is_local(&host) {
         tracing::warn!(
             "SMTP_URL uses no TLS (or only opportunistic STARTTLS): mail, and the one-time links \
@@ -216,16 +185,16 @@ fn smtp_transport(
              on a network you trust"
         );
     }
-    let mut builder = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
-        .map_err(|_| anyhow!("SMTP_URL cannot be used; use {URL_FORMS}"))?
+    let mut builder = AsyncSmtpTransport::<Tokio1Executor>::from_url(url.expose_secret())
+        .map_err(|_| anyhow!("SMTP_URL cannot be used; use {SMTP_URL_FORMS}"))?
         .timeout(Some(Duration::from_secs(20)));
     if let Some(ca_file) = ca_file {
         let params = with_extra_roots(&host, ca_file)?;
         builder = builder.tls(match security {
-            Security::Implicit => Tls::Wrapper(params),
-            Security::StartTls => Tls::Required(params),
-            Security::Opportunistic => Tls::Opportunistic(params),
-            Security::Plain => bail!("SMTP_CA_FILE is set but SMTP_URL uses no TLS"),
+            SmtpSecurity::Implicit => Tls::Wrapper(params),
+            SmtpSecurity::StartTls => Tls::Required(params),
+            SmtpSecurity::Opportunistic => Tls::Opportunistic(params),
+            SmtpSecurity::Plain => bail!("SMTP_CA_FILE is set but SMTP_URL uses no TLS"),
         });
     }
     Ok(builder.build())
@@ -283,7 +252,7 @@ mod tests {
     use super::*;
 
     fn refusal(url: &str, allow_plaintext_auth: bool) -> Option<String> {
-        smtp_transport(url, None, allow_plaintext_auth)
+        smtp_transport(&url.into(), None, allow_plaintext_auth)
             .err()
             .map(|e| format!("{e:#}"))
     }
@@ -300,6 +269,24 @@ mod tests {
             "smtp://relay.example?tls=opportunistic",
         ] {
             assert_eq!(refusal(url, false), None, "{url}");
+        }
+    }
+
+    /// The forms [`SmtpSecurity::check`] tells apart are lettre's: what it
+    /// refuses for its form, lettre refuses too.
+    #[test]
+    fn the_forms_refused_are_those_lettre_does_not_know() {
+        for url in [
+            "mailto://relay",
+            "smtp://relay?tls=sometimes",
+            "smtps://",
+            "not a url",
+        ] {
+            assert!(refusal(url, false).is_some(), "{url}");
+            assert!(
+                AsyncSmtpTransport::<Tokio1Executor>::from_url(url).is_err(),
+                "lettre takes {url}"
+            );
         }
     }
 
@@ -369,13 +356,13 @@ mod tests {
         let dir = std::env::temp_dir();
         let empty = dir.join(format!("i9-empty-ca-{}.pem", uuid::Uuid::new_v4().simple()));
         std::fs::write(&empty, "not a certificate").unwrap();
-        let e = smtp_transport("smtps://relay.example", Some(&empty), false)
+        let e = smtp_transport(&"smtps://relay.example".into(), Some(&empty), false)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();
         assert!(e.contains("SMTP_CA_FILE") && e.contains("no PEM"), "{e}");
         let missing = dir.join("i9-no-such-ca.pem");
-        let e = smtp_transport("smtps://relay.example", Some(&missing), false)
+        let e = smtp_transport(&"smtps://relay.example".into(), Some(&missing), false)
             .err()
             .map(|e| e.to_string())
             .unwrap_or_default();

@@ -91,90 +91,194 @@ impl Retention {
     }
 }
 
-/// What one round purges: for each table, the statement that deletes one
-/// batch of its expired rows (`$1` the retention in seconds, `$2` the batch
-/// size), and which retention applies.
-const RULES: [(&str, &str, fn(&Retention) -> Duration); 10] = [
-    (
-        "idempotency_keys",
-        "DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
-           SELECT ctid FROM idempotency_keys
-           WHERE created_at < now() - make_interval(secs => $1) LIMIT $2))",
-        |r| r.idempotency,
-    ),
-    (
-        "access_tokens",
-        "DELETE FROM access_tokens WHERE ctid = ANY (ARRAY(
-           SELECT ctid FROM access_tokens
-           WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
-        |_| Duration::ZERO,
-    ),
-    (
-        "refresh_tokens",
-        "DELETE FROM refresh_tokens WHERE ctid = ANY (ARRAY(
-           SELECT ctid FROM refresh_tokens
-           WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
-        |_| Duration::ZERO,
-    ),
-    // A sign-in with no token left, older than a refresh token lives, can
-    // issue nothing more.
-    (
-        "oauth_grants",
-        "DELETE FROM oauth_grants WHERE ctid = ANY (ARRAY(
-           SELECT ctid FROM oauth_grants o
-           WHERE o.created_at < now() - make_interval(secs => $1)
-             AND NOT EXISTS (SELECT 1 FROM access_tokens a WHERE a.grant_id = o.id)
-             AND NOT EXISTS (SELECT 1 FROM refresh_tokens t WHERE t.grant_id = o.id)
-           LIMIT $2))",
-        |r| r.refresh_tokens,
-    ),
-    (
-        "password_set_tokens",
-        "DELETE FROM password_set_tokens WHERE ctid = ANY (ARRAY(
-           SELECT ctid FROM password_set_tokens
-           WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
-        |_| Duration::ZERO,
-    ),
-    (
-        "previous_signing_secrets",
-        "DELETE FROM previous_signing_secrets WHERE ctid = ANY (ARRAY(
-           SELECT ctid FROM previous_signing_secrets
-           WHERE valid_until < now() - make_interval(secs => $1) LIMIT $2))",
-        |_| Duration::ZERO,
-    ),
-    (
-        "throttle",
-        "DELETE FROM throttle WHERE ctid = ANY (ARRAY(
-           SELECT ctid FROM throttle
-           WHERE forgotten_at < now() - make_interval(secs => $1)
-             AND (blocked_until IS NULL OR blocked_until < now())
-           LIMIT $2))",
-        |_| Duration::ZERO,
-    ),
-    (
-        "processed_jobs",
-        "DELETE FROM processed_jobs WHERE ctid = ANY (ARRAY(
-           SELECT ctid FROM processed_jobs
-           WHERE COALESCE(processed_at, claimed_until) < now() - make_interval(secs => $1)
-           LIMIT $2))",
-        |r| r.processed_jobs,
-    ),
-    (
-        "processes",
-        "DELETE FROM processes WHERE ctid = ANY (ARRAY(
-           SELECT ctid FROM processes
-           WHERE heartbeat_at < now() - make_interval(secs => $1) LIMIT $2))",
-        |_| processes::STALE_AFTER,
-    ),
-    // Never a job not yet published.
-    (
-        "job_outbox",
-        "DELETE FROM job_outbox WHERE ctid = ANY (ARRAY(
-           SELECT ctid FROM job_outbox
-           WHERE published_at < now() - make_interval(secs => $1) LIMIT $2))",
-        |r| r.outbox,
-    ),
+/// The tables one round purges, in this order.
+#[derive(Debug, Clone, Copy)]
+enum Table {
+    IdempotencyKeys,
+    AccessTokens,
+    RefreshTokens,
+    OauthGrants,
+    PasswordSetTokens,
+    PreviousSigningSecrets,
+    Throttle,
+    ProcessedJobs,
+    Processes,
+    JobOutbox,
+}
+
+const TABLES: [Table; 10] = [
+    Table::IdempotencyKeys,
+    Table::AccessTokens,
+    Table::RefreshTokens,
+    Table::OauthGrants,
+    Table::PasswordSetTokens,
+    Table::PreviousSigningSecrets,
+    Table::Throttle,
+    Table::ProcessedJobs,
+    Table::Processes,
+    Table::JobOutbox,
 ];
+
+impl Table {
+    fn name(self) -> &'static str {
+        match self {
+            Self::IdempotencyKeys => "idempotency_keys",
+            Self::AccessTokens => "access_tokens",
+            Self::RefreshTokens => "refresh_tokens",
+            Self::OauthGrants => "oauth_grants",
+            Self::PasswordSetTokens => "password_set_tokens",
+            Self::PreviousSigningSecrets => "previous_signing_secrets",
+            Self::Throttle => "throttle",
+            Self::ProcessedJobs => "processed_jobs",
+            Self::Processes => "processes",
+            Self::JobOutbox => "job_outbox",
+        }
+    }
+
+    /// How long an expired row is kept.
+    fn retention(self, r: &Retention) -> Duration {
+        match self {
+            Self::IdempotencyKeys => r.idempotency,
+            Self::AccessTokens => Duration::ZERO,
+            Self::RefreshTokens => Duration::ZERO,
+            Self::OauthGrants => r.refresh_tokens,
+            Self::PasswordSetTokens => Duration::ZERO,
+            Self::PreviousSigningSecrets => Duration::ZERO,
+            Self::Throttle => Duration::ZERO,
+            Self::ProcessedJobs => r.processed_jobs,
+            Self::Processes => processes::STALE_AFTER,
+            Self::JobOutbox => r.outbox,
+        }
+    }
+
+    /// Delete one batch of expired rows (`$1` the retention in seconds, `$2`
+    /// the batch size); returns how many.
+    async fn delete_batch(self, pool: &PgPool, retention: Duration) -> Result<u64, sqlx::Error> {
+        let secs = retention.as_secs_f64();
+        let done = match self {
+            Self::IdempotencyKeys => {
+                sqlx::query!(
+                    "DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
+                     SELECT ctid FROM idempotency_keys
+                     WHERE created_at < now() - make_interval(secs => $1) LIMIT $2))",
+                    secs,
+                    BATCH,
+                )
+                .execute(pool)
+                .await?
+            }
+            Self::AccessTokens => {
+                sqlx::query!(
+                    "DELETE FROM access_tokens WHERE ctid = ANY (ARRAY(
+                     SELECT ctid FROM access_tokens
+                     WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
+                    secs,
+                    BATCH,
+                )
+                .execute(pool)
+                .await?
+            }
+            Self::RefreshTokens => {
+                sqlx::query!(
+                    "DELETE FROM refresh_tokens WHERE ctid = ANY (ARRAY(
+                     SELECT ctid FROM refresh_tokens
+                     WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
+                    secs,
+                    BATCH,
+                )
+                .execute(pool)
+                .await?
+            }
+            // A sign-in with no token left, older than a refresh token lives, can
+            // issue nothing more.
+            Self::OauthGrants => {
+                sqlx::query!(
+                    "DELETE FROM oauth_grants WHERE ctid = ANY (ARRAY(
+                     SELECT ctid FROM oauth_grants o
+                     WHERE o.created_at < now() - make_interval(secs => $1)
+                       AND NOT EXISTS (SELECT 1 FROM access_tokens a WHERE a.grant_id = o.id)
+                       AND NOT EXISTS (SELECT 1 FROM refresh_tokens t WHERE t.grant_id = o.id)
+                     LIMIT $2))",
+                    secs,
+                    BATCH,
+                )
+                .execute(pool)
+                .await?
+            }
+            Self::PasswordSetTokens => {
+                sqlx::query!(
+                    "DELETE FROM password_set_tokens WHERE ctid = ANY (ARRAY(
+                     SELECT ctid FROM password_set_tokens
+                     WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
+                    secs,
+                    BATCH,
+                )
+                .execute(pool)
+                .await?
+            }
+            Self::PreviousSigningSecrets => {
+                sqlx::query!(
+                    "DELETE FROM previous_signing_secrets WHERE ctid = ANY (ARRAY(
+                     SELECT ctid FROM previous_signing_secrets
+                     WHERE valid_until < now() - make_interval(secs => $1) LIMIT $2))",
+                    secs,
+                    BATCH,
+                )
+                .execute(pool)
+                .await?
+            }
+            Self::Throttle => {
+                sqlx::query!(
+                    "DELETE FROM throttle WHERE ctid = ANY (ARRAY(
+                     SELECT ctid FROM throttle
+                     WHERE forgotten_at < now() - make_interval(secs => $1)
+                       AND (blocked_until IS NULL OR blocked_until < now())
+                     LIMIT $2))",
+                    secs,
+                    BATCH,
+                )
+                .execute(pool)
+                .await?
+            }
+            Self::ProcessedJobs => {
+                sqlx::query!(
+                    "DELETE FROM processed_jobs WHERE ctid = ANY (ARRAY(
+                     SELECT ctid FROM processed_jobs
+                     WHERE COALESCE(processed_at, claimed_until) < now() - make_interval(secs => $1)
+                     LIMIT $2))",
+                    secs,
+                    BATCH,
+                )
+                .execute(pool)
+                .await?
+            }
+            Self::Processes => {
+                sqlx::query!(
+                    "DELETE FROM processes WHERE ctid = ANY (ARRAY(
+                     SELECT ctid FROM processes
+                     WHERE heartbeat_at < now() - make_interval(secs => $1) LIMIT $2))",
+                    secs,
+                    BATCH,
+                )
+                .execute(pool)
+                .await?
+            }
+            // Never a job not yet published.
+            Self::JobOutbox => {
+                sqlx::query!(
+                    "DELETE FROM job_outbox WHERE ctid = ANY (ARRAY(
+                     SELECT ctid FROM job_outbox
+                     WHERE published_at < now() - make_interval(secs => $1) LIMIT $2))",
+                    secs,
+                    BATCH,
+                )
+                .execute(pool)
+                .await?
+            }
+        };
+        Ok(done.rows_affected())
+    }
+}
 
 /// Rows deleted by one round, by table.
 pub type Purged = BTreeMap<&'static str, u64>;
@@ -207,31 +311,24 @@ pub async fn purge_if_first(
     retention: &Retention,
 ) -> Result<Option<Purged>, sqlx::Error> {
     let mut lock = pool.acquire().await?;
-    let got: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
-        .bind(LOCK_KEY)
+    let got = sqlx::query_scalar!(r#"SELECT pg_try_advisory_lock($1) AS "got!""#, LOCK_KEY)
         .fetch_one(&mut *lock)
         .await?;
     if !got {
         return Ok(None);
     }
     let purged = purge(pool, retention).await;
-    let _ = sqlx::query("SELECT pg_advisory_unlock($1)")
-        .bind(LOCK_KEY)
-        .execute(&mut *lock)
+    let _ = sqlx::query_scalar!("SELECT pg_advisory_unlock($1)", LOCK_KEY)
+        .fetch_one(&mut *lock)
         .await;
     purged.map(Some)
 }
 
-/// Delete, `BATCH` rows at a time, what `sql` selects.
-async fn batches(pool: &PgPool, sql: &str, retention: Duration) -> Result<u64, sqlx::Error> {
+/// Delete, `BATCH` rows at a time, the expired rows of `table`.
+async fn batches(pool: &PgPool, table: Table, retention: Duration) -> Result<u64, sqlx::Error> {
     let mut deleted = 0;
     for _ in 0..MAX_BATCHES {
-        let n = sqlx::query(sql)
-            .bind(retention.as_secs_f64())
-            .bind(BATCH)
-            .execute(pool)
-            .await?
-            .rows_affected();
+        let n = table.delete_batch(pool, retention).await?;
         deleted += n;
         if n < BATCH as u64 {
             break;
@@ -243,8 +340,11 @@ async fn batches(pool: &PgPool, sql: &str, retention: Duration) -> Result<u64, s
 /// One round over every table.
 pub async fn purge(pool: &PgPool, retention: &Retention) -> Result<Purged, sqlx::Error> {
     let mut purged = Purged::new();
-    for (table, sql, keep) in RULES {
-        purged.insert(table, batches(pool, sql, keep(retention)).await?);
+    for table in TABLES {
+        purged.insert(
+            table.name(),
+            batches(pool, table, table.retention(retention)).await?,
+        );
     }
     Ok(purged)
 }

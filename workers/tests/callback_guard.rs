@@ -13,6 +13,7 @@ use std::{
 use i9_common::destination::BLOCKED;
 use i9_tests::{amqp_url, eventually, spawn, Stack, TcpProxy, ATS_BOT};
 use ipnet::IpNet;
+use secrecy::ExposeSecret;
 use serde_json::json;
 
 /// A listening port that counts the connections made to it.
@@ -148,7 +149,7 @@ async fn the_worker_never_sends_a_callback_through_a_proxy_from_its_environment(
     let mail_dir = std::env::temp_dir().join(format!("i9-mail-{}", uuid::Uuid::new_v4().simple()));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_i9-worker"));
     cmd.env("DATABASE_URL", &app.db.url)
-        .env("AMQP_URL", amqp_url())
+        .env("AMQP_URL", amqp_url().expose_secret())
         .env("AMQP_PREFIX", &prefix)
         .env("APP_ENV", "development")
         .env("ALLOW_PRIVATE_CALLBACKS", "true")

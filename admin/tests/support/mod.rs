@@ -8,7 +8,7 @@ use std::process::Command;
 use i9_common::{
     crypto::{DataCipher, Purpose},
     domain::Ssn,
-    keys::KeyRing,
+    keys::{self, KeyRing},
     processes::Registration,
     startup, Config,
 };
@@ -33,9 +33,9 @@ pub fn config_with(app: &TestApp, data: &[u32], hash: &[u32]) -> Config {
                 (
                     id,
                     if id == 1 {
-                        *dev.data_keys.current().1
+                        dev.data_keys.current().1.clone()
                     } else {
-                        [2; 32]
+                        keys::data_key([2; 32])
                     },
                 )
             })
@@ -48,7 +48,7 @@ pub fn config_with(app: &TestApp, data: &[u32], hash: &[u32]) -> Config {
                 let key = if id == 1 {
                     dev.ssn_hash_keys.current().1.clone()
                 } else {
-                    vec![3; 32]
+                    keys::hash_key(vec![3; 32])
                 };
                 (id, key)
             })
@@ -109,6 +109,7 @@ pub async fn register(
         pool,
         &DataCipher::from_config(config),
         binary,
+        &config.host_name,
         i9_common::processes::HEARTBEAT,
     )
     .await

@@ -47,6 +47,15 @@ pub fn partner_reaches(method: &Method, route: &str) -> bool {
 }
 
 impl Caller {
+    /// The caller as the audit log names it.
+    pub fn actor(&self) -> i9_common::models::Actor {
+        i9_common::models::Actor {
+            user_id: Some(self.user_id),
+            client_id: Some(self.client_id),
+            request_id: self.request_id.clone(),
+        }
+    }
+
     pub fn has(&self, permission: Permission) -> bool {
         self.permissions & (1 << permission.id()) != 0
     }
@@ -92,15 +101,15 @@ impl Caller {
                 client,
             });
         }
-        let ids: Vec<i64> = sqlx::query_scalar(
-            "WITH RECURSIVE visible AS (
+        let ids = sqlx::query_scalar!(
+            r#"WITH RECURSIVE visible AS (
                  SELECT group_id AS id FROM user_groups WHERE user_id = $1
                  UNION
                  SELECT g.id FROM groups g JOIN visible v ON g.parent_id = v.id
              )
-             SELECT id FROM visible",
+             SELECT id AS "id!" FROM visible"#,
+            self.user_id,
         )
-        .bind(self.user_id)
         .fetch_all(pool)
         .await?;
         Ok(Visibility {
@@ -221,6 +230,18 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
+/// A live access token: its sign-in's user and client, its scopes, the
+/// user's role's permissions, when it expires, and whether the client is a
+/// partner.
+struct TokenRow {
+    user_id: i64,
+    client_id: i64,
+    scopes: Vec<String>,
+    permissions: Vec<i16>,
+    expires_at: chrono::DateTime<chrono::Utc>,
+    partner: bool,
+}
+
 impl Caller {
     async fn authenticate(
         state: &AppState,
@@ -238,30 +259,30 @@ impl Caller {
             });
         }
         let generation = state.auth_cache.generation();
-        type Row = (
-            i64,
-            i64,
-            Vec<String>,
-            Vec<i16>,
-            chrono::DateTime<chrono::Utc>,
-            bool,
-        );
-        let row: Option<Row> = sqlx::query_as(
-            "SELECT g.user_id, g.client_id, t.scopes,
-                    ARRAY(SELECT rp.permission_id FROM role_permissions rp WHERE rp.role_id = u.role_id),
-                    t.expires_at, c.integration_client_system IS NOT NULL
+        let TokenRow {
+            user_id,
+            client_id,
+            scopes,
+            permissions: perms,
+            expires_at: token_expires,
+            partner,
+        } = sqlx::query_as!(
+            TokenRow,
+            r#"SELECT g.user_id, g.client_id, t.scopes,
+                    ARRAY(SELECT rp.permission_id FROM role_permissions rp WHERE rp.role_id = u.role_id)
+                      AS "permissions!",
+                    t.expires_at, c.integration_client_system IS NOT NULL AS "partner!"
              FROM access_tokens t
              JOIN oauth_grants g ON g.id = t.grant_id
              JOIN users u ON u.id = g.user_id
              JOIN oauth_clients c ON c.id = g.client_id
              WHERE t.token_hash = $1 AND t.expires_at > now()
-               AND g.revoked_at IS NULL AND NOT u.retired AND c.active",
+               AND g.revoked_at IS NULL AND NOT u.retired AND c.active"#,
+            &hash,
         )
-        .bind(&hash)
         .fetch_optional(&state.pool)
-        .await?;
-        let (user_id, client_id, scopes, perms, token_expires, partner) =
-            row.ok_or(ApiError::Unauthorized)?;
+        .await?
+        .ok_or(ApiError::Unauthorized)?;
         let permissions = perms
             .into_iter()
             .filter(|p| (1..=31).contains(p))

@@ -31,16 +31,21 @@ pub const FILTERS: &[FilterSpec] = &[
 #[into_params(parameter_in = Query)]
 #[allow(non_snake_case, dead_code)]
 pub struct EinFilters {
-    entityName: Option<String>,
+    #[param(inline)]
+    entityName: Option<crate::list::params::Text>,
     /// Numeric verification-program account id.
-    everifyId: Option<String>,
+    #[param(inline)]
+    everifyId: Option<crate::list::params::Text>,
     /// Employer identification number, `##-#######`.
-    ein: Option<String>,
-    page: Option<i64>,
-    page_size: Option<i64>,
+    #[param(inline)]
+    ein: Option<crate::list::params::Text>,
+    #[param(inline)]
+    page: Option<crate::list::params::Positive>,
+    #[param(inline)]
+    page_size: Option<crate::list::params::Positive>,
 }
 
-#[derive(Debug, FromRow, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LegalEntity {
     pub id: i64,
@@ -52,16 +57,43 @@ pub struct LegalEntity {
     /// e.g. `Not Ready`, `Active`.
     pub everify_status: String,
     pub active: bool,
-    #[sqlx(skip)]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub links: Option<Vec<Link>>,
+}
+
+/// A `legal_entities` row, as both routes read it (the list through its
+/// dynamic filters, [`COLUMNS`]).
+#[derive(Debug, FromRow)]
+struct LegalEntityRow {
+    id: i64,
+    entity_name: String,
+    ein: String,
+    everify_id: Option<String>,
+    everify_effective_date: Option<NaiveDate>,
+    everify_status: String,
+    active: bool,
+}
+
+impl From<LegalEntityRow> for LegalEntity {
+    fn from(row: LegalEntityRow) -> Self {
+        Self {
+            id: row.id,
+            entity_name: row.entity_name,
+            ein: row.ein,
+            everify_id: row.everify_id,
+            everify_effective_date: row.everify_effective_date,
+            everify_status: row.everify_status,
+            active: row.active,
+            links: None,
+        }
+    }
 }
 
 const COLUMNS: &str =
     "id, entity_name, ein, everify_id, everify_effective_date, everify_status, active";
 
 #[utoipa::path(
-    get, path = "/v1/eins", tag = "legal entities", params(EinFilters),
+    get, path = "/v1/eins", operation_id = "listLegalEntities", tag = "legal entities", params(EinFilters),
     responses(
         (status = 200, body = ListResponse<LegalEntity>),
         (status = 400, body = Problem, content_type = "application/problem+json"),
@@ -78,7 +110,7 @@ pub async fn list(
     caller.require(Scope::Read, Permission::ViewLegalEntities)?;
     let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
     let (rows, total) = q
-        .fetch_page(
+        .fetch_page::<LegalEntityRow>(
             &state.pool,
             &state.cipher,
             PageSql {
@@ -93,12 +125,12 @@ pub async fn list(
         .await?;
     Ok(Json(ListResponse {
         links: q.links("/v1/eins", total),
-        search_result: rows,
+        search_result: rows.into_iter().map(LegalEntity::from).collect(),
     }))
 }
 
 #[utoipa::path(
-    get, path = "/v1/eins/{id}", tag = "legal entities",
+    get, path = "/v1/eins/{id}", operation_id = "getLegalEntity", tag = "legal entities",
     params(("id" = i64, Path, description = "Legal entity id")),
     responses(
         (status = 200, body = LegalEntity),
@@ -115,13 +147,17 @@ pub async fn get_one(
 ) -> ApiResult<Json<LegalEntity>> {
     caller.require(Scope::Read, Permission::ViewLegalEntities)?;
     let id = id.get()?;
-    let mut le: LegalEntity = sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM legal_entities WHERE id = $1"
-    ))
-    .bind(id)
+    let row = sqlx::query_as!(
+        LegalEntityRow,
+        "SELECT id, entity_name, ein, everify_id, everify_effective_date, everify_status, active
+         FROM legal_entities WHERE id = $1",
+        id,
+    )
     .fetch_optional(&state.pool)
     .await?
     .ok_or(ApiError::NotFound)?;
-    le.links = Some(vec![Link::new("self", format!("/v1/eins/{id}"))]);
-    Ok(Json(le))
+    Ok(Json(LegalEntity {
+        links: Some(vec![Link::new("self", format!("/v1/eins/{id}"))]),
+        ..LegalEntity::from(row)
+    }))
 }

@@ -32,11 +32,14 @@ pub const USER_FILTERS: &[FilterSpec] = &[];
 #[allow(dead_code)]
 pub struct GroupFilters {
     /// Exact name, case-insensitive.
-    name: Option<String>,
+    #[param(inline)]
+    name: Option<crate::list::params::Text>,
     /// `true`: groups whose employees the caller can see.
     managed: Option<bool>,
-    page: Option<i64>,
-    page_size: Option<i64>,
+    #[param(inline)]
+    page: Option<crate::list::params::Positive>,
+    #[param(inline)]
+    page_size: Option<crate::list::params::Positive>,
 }
 
 /// Paging of `GET /v1/groups/{id}/users`.
@@ -44,11 +47,13 @@ pub struct GroupFilters {
 #[into_params(parameter_in = Query)]
 #[allow(dead_code)]
 pub struct Paging {
-    page: Option<i64>,
-    page_size: Option<i64>,
+    #[param(inline)]
+    page: Option<crate::list::params::Positive>,
+    #[param(inline)]
+    page_size: Option<crate::list::params::Positive>,
 }
 
-#[derive(Debug, FromRow, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 pub struct GroupSummary {
     pub id: i64,
     pub name: String,
@@ -56,7 +61,26 @@ pub struct GroupSummary {
     pub managed: bool,
 }
 
-#[derive(Debug, FromRow, Serialize, ToSchema)]
+/// A `groups` row and whether the caller sees its employees, as the list
+/// reads it (through its dynamic filters).
+#[derive(Debug, FromRow)]
+struct GroupSummaryRow {
+    id: i64,
+    name: String,
+    managed: bool,
+}
+
+impl From<GroupSummaryRow> for GroupSummary {
+    fn from(row: GroupSummaryRow) -> Self {
+        Self {
+            id: row.id,
+            name: row.name,
+            managed: row.managed,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GroupRecord {
     pub id: i64,
@@ -64,11 +88,32 @@ pub struct GroupRecord {
     /// Number of direct children.
     pub num_child: i64,
     /// `self` and `users`.
-    #[sqlx(skip)]
     pub links: Vec<Link>,
 }
 
-#[derive(Debug, FromRow, Serialize, ToSchema)]
+/// A `groups` row, with its number of direct children.
+struct GroupRow {
+    id: i64,
+    name: String,
+    num_child: i64,
+}
+
+impl From<GroupRow> for GroupRecord {
+    fn from(row: GroupRow) -> Self {
+        let id = row.id;
+        Self {
+            id,
+            name: row.name,
+            num_child: row.num_child,
+            links: vec![
+                Link::new("self", format!("/v1/groups/{id}")),
+                Link::new("users", format!("/v1/groups/{id}/users")),
+            ],
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GroupUser {
     pub id: i64,
@@ -78,8 +123,37 @@ pub struct GroupUser {
     pub title: Option<String>,
     pub email_address: Option<String>,
     pub retired: bool,
-    #[sqlx(json)]
     pub groups: Vec<NamedRef>,
+}
+
+/// A member of a group, with the user's groups (JSON), as the member list
+/// reads it (its visibility condition is composed at run time).
+#[derive(Debug, FromRow)]
+struct GroupUserRow {
+    id: i64,
+    first_name: String,
+    last_name: String,
+    full_name: String,
+    title: Option<String>,
+    email_address: Option<String>,
+    retired: bool,
+    #[sqlx(json)]
+    groups: Vec<NamedRef>,
+}
+
+impl From<GroupUserRow> for GroupUser {
+    fn from(row: GroupUserRow) -> Self {
+        Self {
+            id: row.id,
+            first_name: row.first_name,
+            last_name: row.last_name,
+            full_name: row.full_name,
+            title: row.title,
+            email_address: row.email_address,
+            retired: row.retired,
+            groups: row.groups,
+        }
+    }
 }
 
 fn push_managed(qb: &mut QueryBuilder<'_, sqlx::Postgres>, visibility: &Visibility) {
@@ -87,7 +161,7 @@ fn push_managed(qb: &mut QueryBuilder<'_, sqlx::Postgres>, visibility: &Visibili
 }
 
 #[utoipa::path(
-    get, path = "/v1/groups", tag = "groups", params(GroupFilters),
+    get, path = "/v1/groups", operation_id = "listGroups", tag = "groups", params(GroupFilters),
     responses(
         (status = 200, body = ListResponse<GroupSummary>),
         (status = 400, body = Problem, content_type = "application/problem+json"),
@@ -122,15 +196,18 @@ pub async fn list(
         .push_bind(q.page_size)
         .push(" OFFSET ")
         .push_bind(q.offset());
-    let rows = select.build_query_as().fetch_all(&state.pool).await?;
+    let rows = select
+        .build_query_as::<GroupSummaryRow>()
+        .fetch_all(&state.pool)
+        .await?;
     Ok(Json(ListResponse {
         links: q.links("/v1/groups", total),
-        search_result: rows,
+        search_result: rows.into_iter().map(GroupSummary::from).collect(),
     }))
 }
 
 #[utoipa::path(
-    get, path = "/v1/groups/{id}", tag = "groups",
+    get, path = "/v1/groups/{id}", operation_id = "getGroup", tag = "groups",
     params(("id" = i64, Path, description = "Group id")),
     responses(
         (status = 200, body = GroupRecord),
@@ -147,23 +224,21 @@ pub async fn get_one(
 ) -> ApiResult<Json<GroupRecord>> {
     caller.require(Scope::Read, Permission::ViewGroups)?;
     let id = id.get()?;
-    let mut group: GroupRecord = sqlx::query_as(
-        "SELECT g.id, g.name, (SELECT count(*) FROM groups c WHERE c.parent_id = g.id) AS num_child
-         FROM groups g WHERE g.id = $1",
+    let row = sqlx::query_as!(
+        GroupRow,
+        r#"SELECT g.id, g.name,
+                (SELECT count(*) FROM groups c WHERE c.parent_id = g.id) AS "num_child!"
+         FROM groups g WHERE g.id = $1"#,
+        id,
     )
-    .bind(id)
     .fetch_optional(&state.pool)
     .await?
     .ok_or(ApiError::NotFound)?;
-    group.links = vec![
-        Link::new("self", format!("/v1/groups/{id}")),
-        Link::new("users", format!("/v1/groups/{id}/users")),
-    ];
-    Ok(Json(group))
+    Ok(Json(GroupRecord::from(row)))
 }
 
 #[utoipa::path(
-    get, path = "/v1/groups/{id}/users", tag = "groups",
+    get, path = "/v1/groups/{id}/users", operation_id = "listGroupUsers", tag = "groups",
     params(("id" = i64, Path, description = "Group id"), Paging),
     responses(
         (status = 200, description = "Users assigned to the group, ordered by fullName", body = ListResponse<GroupUser>),
@@ -183,10 +258,12 @@ pub async fn users(
     caller.require(Scope::Read, Permission::ViewGroups)?;
     let id = id.get()?;
     let q = ListQuery::parse(raw.as_deref(), USER_FILTERS)?;
-    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM groups WHERE id = $1)")
-        .bind(id)
-        .fetch_one(&state.pool)
-        .await?;
+    let exists = sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM groups WHERE id = $1) AS "exists!""#,
+        id,
+    )
+    .fetch_one(&state.pool)
+    .await?;
     if !exists {
         return Err(ApiError::NotFound);
     }
@@ -214,9 +291,12 @@ pub async fn users(
         .push_bind(q.page_size)
         .push(" OFFSET ")
         .push_bind(q.offset());
-    let rows = select.build_query_as().fetch_all(&state.pool).await?;
+    let rows = select
+        .build_query_as::<GroupUserRow>()
+        .fetch_all(&state.pool)
+        .await?;
     Ok(Json(ListResponse {
         links: q.links(&format!("/v1/groups/{id}/users"), total),
-        search_result: rows,
+        search_result: rows.into_iter().map(GroupUser::from).collect(),
     }))
 }

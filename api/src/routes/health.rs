@@ -11,6 +11,7 @@ use axum::{extract::State, http::StatusCode, response::IntoResponse, Json};
 use lapin::{
     options::ExchangeDeclareOptions, types::FieldTable, Channel, Connection, ExchangeKind,
 };
+use secrecy::SecretString;
 use serde::Serialize;
 use tokio::sync::Mutex;
 use utoipa::ToSchema;
@@ -30,7 +31,7 @@ pub struct Readiness {
     pub rabbitmq: &'static str,
 }
 
-#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, body = Health)))]
+#[utoipa::path(get, path = "/healthz", operation_id = "healthz", tag = "operations", responses((status = 200, body = Health)))]
 pub async fn healthz() -> Json<Health> {
     Json(Health { status: "ok" })
 }
@@ -59,7 +60,7 @@ const PROBE_EXCHANGE: &str = "amq.direct";
 /// only when broken. One check runs at a time; probes that arrive meanwhile
 /// wait for it, and its answer serves every probe for [`BROKER_RESULT_TTL`].
 pub struct BrokerCheck {
-    amqp_url: String,
+    amqp_url: SecretString,
     state: Mutex<BrokerState>,
 }
 
@@ -70,7 +71,7 @@ struct BrokerState {
 }
 
 impl BrokerCheck {
-    pub fn new(amqp_url: impl Into<String>) -> Self {
+    pub fn new(amqp_url: impl Into<SecretString>) -> Self {
         Self {
             amqp_url: amqp_url.into(),
             state: Mutex::new(BrokerState::default()),
@@ -153,21 +154,24 @@ impl BrokerCheck {
     }
 }
 
-async fn open(url: &str) -> anyhow::Result<(Connection, Channel)> {
+async fn open(url: &SecretString) -> anyhow::Result<(Connection, Channel)> {
     let connection = i9_common::amqp::connect(url).await?;
     let channel = connection.create_channel().await?;
     Ok((connection, channel))
 }
 
-#[utoipa::path(get, path = "/readyz", tag = "operations", responses(
+#[utoipa::path(get, path = "/readyz", operation_id = "readyz", tag = "operations", responses(
     (status = 200, description = "Postgres and RabbitMQ reachable", body = Readiness),
     (status = 503, description = "A dependency is unreachable", body = Readiness),
 ))]
 pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     let postgres = async {
-        tokio::time::timeout(CHECK_LIMIT, sqlx::query("SELECT 1").execute(&state.pool))
-            .await
-            .is_ok_and(|r| r.is_ok())
+        tokio::time::timeout(
+            CHECK_LIMIT,
+            sqlx::query!("SELECT 1 AS one").fetch_one(&state.pool),
+        )
+        .await
+        .is_ok_and(|r| r.is_ok())
     };
     let (pg, mq) = tokio::join!(postgres, state.broker.ready());
     let status = if pg && mq {
@@ -185,7 +189,7 @@ pub async fn readyz(State(state): State<AppState>) -> impl IntoResponse {
     )
 }
 
-#[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
+#[utoipa::path(get, path = "/metrics", operation_id = "metrics", tag = "operations", responses((status = 200, description = "Prometheus text format", content_type = "text/plain")))]
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
     (
         [(

@@ -1,14 +1,15 @@
 //! The I-9 lifecycle after Section 1 (docs/api.md, "The I-9 lifecycle"):
 //! `POST /v1/i9s/{id}/section2`, `/complete`, `/park` (permission 4) and
 //! `/approve` (permission 5). Each answers 200 with the updated I-9; a step
-//! the current status does not allow is a 409. The status guard is part of
-//! each UPDATE, so two concurrent steps cannot both succeed.
+//! the current status does not allow is a 409. The steps themselves, and the
+//! state machine they follow, are in `i9_common::models::i9`: a handler here
+//! extracts, authorizes, calls and answers.
 
 use axum::{body::Bytes, extract::State, http::HeaderMap, Json};
 use chrono::{NaiveDate, Utc};
 use i9_common::{
     domain::{parse_date, Permission, Scope},
-    events,
+    models::i9::{self as lifecycle, Document, Documents, Employer, Section2 as Section2Input},
 };
 use serde_json::{Map, Value};
 
@@ -99,9 +100,22 @@ struct Doc {
     expiration: Option<NaiveDate>,
 }
 
+impl Doc {
+    /// The document, when its title, issuer and number are all given.
+    fn whole(self) -> Option<Document> {
+        Some(Document {
+            title: self.title?,
+            issuer: self.issuer?,
+            number: self.number?,
+            expiration: self.expiration,
+        })
+    }
+}
+
 /// Section 2: the documents (List A, or List B and List C), the employer
 /// representative, and the representative's signature (their name, typed).
 #[derive(utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 #[schema(example = json!({
     "listBDocTitle": "Driver's License", "listBDocIssuer": "Oregon DMV", "listBDocNumber": "D1234567",
     "listBDocExpiration": "2030-04-01", "listCDocTitle": "Social Security Card", "listCDocIssuer": "SSA",
@@ -138,9 +152,11 @@ pub struct Section2 {
 
 /// A park's optional reason.
 #[derive(utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
 #[allow(non_snake_case, dead_code)]
 pub struct Park {
     /// Why the I-9 is parked (max 500), kept in `i9Notes`.
+    #[schema(max_length = 500, pattern = r"^[^\u0000]*$")]
     i9Notes: Option<String>,
 }
 
@@ -180,7 +196,7 @@ fn text(
 fn parse_section2(
     obj: &Map<String, Value>,
     today: NaiveDate,
-) -> Result<(Vec<Option<Doc>>, Vec<(&'static str, String)>), Vec<FieldError>> {
+) -> Result<Section2Input, Vec<FieldError>> {
     let mut errors = Vec::new();
     let known = |k: &str| {
         GROUPS.iter().any(|g| {
@@ -343,53 +359,56 @@ fn parse_section2(
             }
         }
     }
-    if errors.is_empty() {
-        Ok((docs, employer))
-    } else {
-        Err(errors)
+    if !errors.is_empty() {
+        return Err(errors);
     }
-}
-
-async fn conflict_unless(state: &AppState, id: i64, updated: bool, step: &str) -> ApiResult<()> {
-    if updated {
-        return Ok(());
-    }
-    let status: Option<String> = sqlx::query_scalar("SELECT status FROM i9s WHERE id = $1")
-        .bind(id)
-        .fetch_optional(&state.pool)
-        .await?;
-    Err(ApiError::Conflict(format!(
-        "The I-9 is {}; {step} is not allowed from that status.",
-        status.as_deref().unwrap_or("gone")
-    )))
-}
-
-async fn audit(
-    tx: &mut sqlx::PgConnection,
-    caller: &Caller,
-    action: &str,
-    id: i64,
-) -> ApiResult<()> {
-    sqlx::query(
-        "INSERT INTO audit_log (user_id, client_id, action, resource_type, resource_id, request_id)
-         VALUES ($1, $2, $3, 'i9', $4, $5)",
-    )
-    .bind(caller.user_id)
-    .bind(caller.client_id)
-    .bind(action)
-    .bind(id.to_string())
-    .bind(&caller.request_id)
-    .execute(&mut *tx)
-    .await?;
-    Ok(())
+    // Checked above: each document given is whole, and they form List A, or
+    // List B and List C.
+    let mut docs = docs.into_iter().map(|d| d.and_then(Doc::whole));
+    let mut next = || docs.next().flatten();
+    let (a1, a2, a3, b, c) = (next(), next(), next(), next(), next());
+    let documents = match (a1, b, c) {
+        (Some(first), None, None) => Documents::ListA {
+            first,
+            second: a2,
+            third: a3,
+        },
+        (None, Some(b), Some(c)) => Documents::ListBAndC { b, c },
+        _ => {
+            return Err(vec![FieldError::new(
+                "listA1DocTitle",
+                "required",
+                "Record a List A document, or List B and List C documents.",
+            )])
+        }
+    };
+    let employer = Employer {
+        first_name: get("employerFirstName").unwrap_or_default(),
+        last_name: get("employerLastName").unwrap_or_default(),
+        title: get("employerTitle").unwrap_or_default(),
+        business: get("employerBusiness").unwrap_or_default(),
+        address: get("employerAddress"),
+        city: get("employerCity"),
+        state: get("employerState"),
+        zip: get("employerZip"),
+    };
+    Ok(Section2Input {
+        documents,
+        employer,
+        signed_on: today,
+    })
 }
 
 #[utoipa::path(
-    post, path = "/v1/i9s/{id}/section2", tag = "i9s",
+    post, path = "/v1/i9s/{id}/section2", operation_id = "signSection2", tag = "i9s",
     params(("id" = i64, Path, description = "I-9 id")),
     request_body(content = Section2, content_type = "application/json"),
     responses(
         (status = 200, description = "Section 2 recorded; the I-9 is Signed Sec 2", body = i9s::I9Record),
+        (status = 400, description = "The body is not a JSON object", body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "The body is too large", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "The body is not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The I-9 is not Signed Sec 1", body = Problem, content_type = "application/problem+json"),
@@ -409,150 +428,24 @@ pub async fn section2(
     i9s::check_visible(&state, &caller, id).await?;
     let obj = body_object(&headers, &body, false)?;
     let today = Utc::now().date_naive();
-    let (docs, employer) = parse_section2(&obj, today).map_err(ApiError::Validation)?;
-
-    let mut q = sqlx::QueryBuilder::<sqlx::Postgres>::new(
-        "UPDATE i9s SET status = 'Signed Sec 2', signed_date_employer = ",
-    );
-    q.push_bind(today).push(", updated_at = now()");
-    let columns = [
-        "list_a1_doc",
-        "list_a2_doc",
-        "list_a3_doc",
-        "list_b_doc",
-        "list_c_doc",
-    ];
-    for (doc, col) in docs.iter().zip(columns) {
-        let d = doc.as_ref();
-        q.push(format_args!(", {col}_title = "))
-            .push_bind(d.and_then(|d| d.title.clone()));
-        q.push(format_args!(", {col}_issuer = "))
-            .push_bind(d.and_then(|d| d.issuer.clone()));
-        q.push(format_args!(", {col}_number = "))
-            .push_bind(d.and_then(|d| d.number.clone()));
-        q.push(format_args!(", {col}_expiration = "))
-            .push_bind(d.and_then(|d| d.expiration));
-    }
-    for (name, value) in &employer {
-        let col = match *name {
-            "employerFirstName" => "employer_first_name",
-            "employerLastName" => "employer_last_name",
-            "employerTitle" => "employer_title",
-            "employerBusiness" => "employer_business",
-            "employerAddress" => "employer_address",
-            "employerCity" => "employer_city",
-            "employerState" => "employer_state",
-            _ => "employer_zip",
-        };
-        q.push(format_args!(", {col} = ")).push_bind(value.clone());
-    }
-    // Reverification falls due at the earlier of the work authorization's end
-    // and the List A or List C document's expiry (only an alien authorized to
-    // work, or an attestation not yet known, is reverified).
-    let doc_expiry = docs[0]
-        .as_ref()
-        .and_then(|d| d.expiration)
-        .or(docs[4].as_ref().and_then(|d| d.expiration));
-    q.push(", i9_expiration = CASE WHEN attestation IS NULL OR attestation = 'alien authorized to work' THEN LEAST(work_authorization_expiration, ");
-    q.push_bind(doc_expiry).push("::DATE) END");
-    q.push(" WHERE id = ")
-        .push_bind(id)
-        .push(" AND status = 'Signed Sec 1'");
+    let section2 = parse_section2(&obj, today).map_err(ApiError::Validation)?;
     let mut tx = state.pool.begin().await?;
-    let updated = q.build().execute(&mut *tx).await?.rows_affected() == 1;
-    if updated {
-        audit(&mut tx, &caller, "i9.section2", id).await?;
-        events::record_status_change(
-            &mut tx,
-            id,
-            Some("Signed Sec 1"),
-            &state.config.public_base_url,
-        )
-        .await?;
-        tx.commit().await?;
-    }
-    conflict_unless(&state, id, updated, "recording Section 2").await?;
+    lifecycle::record_section2(&mut tx, &caller.actor(), id, &section2, base_url(&state)).await?;
+    tx.commit().await?;
     Ok(Json(i9s::load(&state, &caller, id).await?))
 }
 
-/// One status change: what it sets, from which statuses, and its audit name.
-struct Step {
-    set: &'static str,
-    from: &'static [&'static str],
-    action: &'static str,
-    name: &'static str,
-}
-
-const COMPLETE: Step = Step {
-    set: "status = 'Completed', date_completed = now()",
-    from: &["Signed Sec 2"],
-    action: "i9.complete",
-    name: "completing",
-};
-const APPROVE: Step = Step {
-    set: "status = 'Approved', date_approved = now()",
-    from: &["Completed"],
-    action: "i9.approve",
-    name: "approving",
-};
-const PARK: Step = Step {
-    set: "status = 'Parked'",
-    from: &[
-        "Section 1 Incomplete",
-        "Signed Sec 1",
-        "Signed Sec 2",
-        "Completed",
-    ],
-    action: "i9.park",
-    name: "parking",
-};
-
-async fn transition(
-    state: &AppState,
-    caller: &Caller,
-    id: i64,
-    step: &Step,
-    notes: Option<String>,
-) -> ApiResult<Json<i9s::I9Record>> {
-    i9s::check_visible(state, caller, id).await?;
-    let mut tx = state.pool.begin().await?;
-    let previous: Option<String> =
-        sqlx::query_scalar("SELECT status FROM i9s WHERE id = $1 FOR UPDATE")
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
-    let updated = sqlx::query(&format!(
-        "UPDATE i9s SET {}, i9_notes = COALESCE($3, i9_notes), updated_at = now()
-         WHERE id = $1 AND status = ANY($2)",
-        step.set
-    ))
-    .bind(id)
-    .bind(step.from)
-    .bind(notes)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected()
-        == 1;
-    if updated {
-        audit(&mut tx, caller, step.action, id).await?;
-        events::record_status_change(
-            &mut tx,
-            id,
-            previous.as_deref(),
-            &state.config.public_base_url,
-        )
-        .await?;
-        tx.commit().await?;
-    }
-    conflict_unless(state, id, updated, step.name).await?;
-    Ok(Json(i9s::load(state, caller, id).await?))
+/// Where the partner events' links point.
+fn base_url(state: &AppState) -> &str {
+    &state.config.public_base_url
 }
 
 #[utoipa::path(
-    post, path = "/v1/i9s/{id}/complete", tag = "i9s",
+    post, path = "/v1/i9s/{id}/complete", operation_id = "completeI9", tag = "i9s",
     params(("id" = i64, Path, description = "I-9 id")),
     responses(
         (status = 200, description = "The I-9 is Completed", body = i9s::I9Record),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The I-9 is not Signed Sec 2", body = Problem, content_type = "application/problem+json"),
@@ -566,14 +459,19 @@ pub async fn complete(
 ) -> ApiResult<Json<i9s::I9Record>> {
     caller.require(Scope::Write, Permission::WorkOnI9s)?;
     let id = id.get()?;
-    transition(&state, &caller, id, &COMPLETE, None).await
+    i9s::check_visible(&state, &caller, id).await?;
+    let mut tx = state.pool.begin().await?;
+    lifecycle::complete(&mut tx, &caller.actor(), id, base_url(&state)).await?;
+    tx.commit().await?;
+    Ok(Json(i9s::load(&state, &caller, id).await?))
 }
 
 #[utoipa::path(
-    post, path = "/v1/i9s/{id}/approve", tag = "i9s",
+    post, path = "/v1/i9s/{id}/approve", operation_id = "approveI9", tag = "i9s",
     params(("id" = i64, Path, description = "I-9 id")),
     responses(
         (status = 200, description = "The I-9 is Approved", body = i9s::I9Record),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The I-9 is not Completed", body = Problem, content_type = "application/problem+json"),
@@ -587,15 +485,23 @@ pub async fn approve(
 ) -> ApiResult<Json<i9s::I9Record>> {
     caller.require(Scope::Write, Permission::ApproveI9s)?;
     let id = id.get()?;
-    transition(&state, &caller, id, &APPROVE, None).await
+    i9s::check_visible(&state, &caller, id).await?;
+    let mut tx = state.pool.begin().await?;
+    lifecycle::approve(&mut tx, &caller.actor(), id, base_url(&state)).await?;
+    tx.commit().await?;
+    Ok(Json(i9s::load(&state, &caller, id).await?))
 }
 
 #[utoipa::path(
-    post, path = "/v1/i9s/{id}/park", tag = "i9s",
+    post, path = "/v1/i9s/{id}/park", operation_id = "parkI9", tag = "i9s",
     params(("id" = i64, Path, description = "I-9 id")),
-    request_body(content = Park, content_type = "application/json", description = "Optional"),
+    request_body(content = Option<Park>, content_type = "application/json", description = "Optional: an empty body parks without a reason"),
     responses(
         (status = 200, description = "The I-9 is Parked", body = i9s::I9Record),
+        (status = 400, description = "The body is not a JSON object", body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "The body is too large", body = Problem, content_type = "application/problem+json"),
+        (status = 415, description = "The body is not JSON", body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The I-9 is Approved or already Parked", body = Problem, content_type = "application/problem+json"),
@@ -625,7 +531,18 @@ pub async fn park(
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
-    transition(&state, &caller, id, &PARK, notes).await
+    i9s::check_visible(&state, &caller, id).await?;
+    let mut tx = state.pool.begin().await?;
+    lifecycle::park(
+        &mut tx,
+        &caller.actor(),
+        id,
+        notes.as_deref(),
+        base_url(&state),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(i9s::load(&state, &caller, id).await?))
 }
 
 #[cfg(test)]
@@ -649,9 +566,7 @@ mod tests {
         m
     }
 
-    fn codes(
-        r: Result<(Vec<Option<Doc>>, Vec<(&'static str, String)>), Vec<FieldError>>,
-    ) -> Vec<(String, &'static str)> {
+    fn codes(r: Result<Section2Input, Vec<FieldError>>) -> Vec<(String, &'static str)> {
         r.err()
             .unwrap_or_default()
             .into_iter()
@@ -665,12 +580,23 @@ mod tests {
             json!({"listA1DocTitle": "U.S. Passport", "listA1DocIssuer": "U.S. Department of State",
                             "listA1DocNumber": "123", "listA1DocExpiration": "2030-01-01"}),
         );
-        assert!(parse_section2(&a, today()).is_ok());
+        let parsed = parse_section2(&a, today()).unwrap();
+        assert!(matches!(
+            parsed.documents,
+            Documents::ListA { ref first, second: None, third: None } if first.title == "U.S. Passport"
+        ));
+        assert_eq!(parsed.employer.last_name, "Turner");
+        assert_eq!(parsed.employer.address, None);
+        assert_eq!(parsed.signed_on, today());
         let bc = with(
             json!({"listBDocTitle": "Driver's License", "listBDocIssuer": "OR", "listBDocNumber": "1",
                              "listCDocTitle": "Social Security Card", "listCDocIssuer": "SSA", "listCDocNumber": "2"}),
         );
-        assert!(parse_section2(&bc, today()).is_ok());
+        let parsed = parse_section2(&bc, today()).unwrap();
+        assert!(matches!(
+            parsed.documents,
+            Documents::ListBAndC { ref b, ref c } if b.number == "1" && c.number == "2"
+        ));
     }
 
     #[test]

@@ -8,7 +8,7 @@ use axum::{
 use chrono::{DateTime, NaiveDate, Utc};
 use i9_common::{
     crypto::Purpose,
-    domain::{Permission, Scope},
+    domain::{Attestation, I9Status, Permission, Scope},
 };
 use serde::Serialize;
 use sqlx::FromRow;
@@ -32,6 +32,7 @@ pub const FILTERS: &[FilterSpec] = &[
     filter("lastName", K::Text("i.last_name")),
     filter("startDate", K::Date("i.start_date")),
     filter("i9Expiration", K::Date("i.i9_expiration")),
+    filter("employeeId", K::Int("i.employee_id")),
 ];
 
 /// Filters of `GET /v1/i9s` (exact match, case-insensitive).
@@ -39,14 +40,23 @@ pub const FILTERS: &[FilterSpec] = &[
 #[into_params(parameter_in = Query)]
 #[allow(non_snake_case, dead_code)]
 pub struct I9Filters {
-    firstName: Option<String>,
-    lastName: Option<String>,
+    #[param(inline)]
+    firstName: Option<crate::list::params::Text>,
+    #[param(inline)]
+    lastName: Option<crate::list::params::Text>,
     /// The I-9 hire date, `YYYY-MM-DD` or `MM/DD/YYYY`.
-    startDate: Option<String>,
+    #[param(inline)]
+    startDate: Option<crate::list::params::Date>,
     /// The date reverification is due, `YYYY-MM-DD` or `MM/DD/YYYY`.
-    i9Expiration: Option<String>,
-    page: Option<i64>,
-    page_size: Option<i64>,
+    #[param(inline)]
+    i9Expiration: Option<crate::list::params::Date>,
+    /// The employee's I-9s (a single employee record links here as `i9s`).
+    #[param(inline)]
+    employeeId: Option<crate::list::params::Int>,
+    #[param(inline)]
+    page: Option<crate::list::params::Positive>,
+    #[param(inline)]
+    page_size: Option<crate::list::params::Positive>,
 }
 
 #[derive(Debug, FromRow, Serialize, ToSchema)]
@@ -64,15 +74,15 @@ pub struct I9Record {
     pub id: i64,
     /// The employee this I-9 belongs to.
     pub employee_id: i64,
-    /// Section 1 Incomplete, Signed Sec 1, Signed Sec 2, Completed, Approved or Parked.
+    /// Where the I-9 is in its lifecycle (docs/api.md, "The I-9 lifecycle").
     #[sqlx(rename = "status")]
-    pub i9_status: String,
+    pub i9_status: I9Status,
     pub i9_notes: Option<String>,
     pub form_type: i32,
     /// Edition of the form, e.g. `01/20/25`.
     pub form_version: String,
-    /// citizen, noncitizen national, permanent resident or alien authorized to work.
-    pub attestation: Option<String>,
+    /// The citizenship or immigration status the employee attested in Section 1; `null` before.
+    pub attestation: Option<Attestation>,
     /// Whether the employee completes Section 1 remotely.
     pub remote: bool,
     #[serde(serialize_with = "format::timestamp")]
@@ -165,7 +175,7 @@ pub struct I9Record {
 }
 
 #[utoipa::path(
-    get, path = "/v1/i9s", tag = "i9s", params(I9Filters),
+    get, path = "/v1/i9s", operation_id = "listI9s", tag = "i9s", params(I9Filters),
     responses(
         (status = 200, body = ListResponse<I9Summary>),
         (status = 400, body = Problem, content_type = "application/problem+json"),
@@ -268,7 +278,7 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Rec
 }
 
 #[utoipa::path(
-    get, path = "/v1/i9s/{id}", tag = "i9s",
+    get, path = "/v1/i9s/{id}", operation_id = "getI9", tag = "i9s",
     params(("id" = i64, Path, description = "I-9 id")),
     responses(
         (status = 200, body = I9Record),

@@ -159,7 +159,13 @@ fn no_store(response: &mut Response) {
 impl IntoResponse for OAuthError {
     fn into_response(self) -> Response {
         let (status, body, retry) = match self {
-            OAuthError::Server(e) => return e.into_response(),
+            // Every answer of the token endpoint is no-store (RFC 6749,
+            // 5.1 and 5.2), a 503 of an exhausted pool included.
+            OAuthError::Server(e) => {
+                let mut response = e.into_response();
+                no_store(&mut response);
+                return response;
+            }
             OAuthError::Standard(status, kind, description) => (
                 status,
                 StandardErrorResponse::new(kind, Some(description), None),
@@ -291,7 +297,7 @@ async fn count_failure(state: &AppState, keys: &Keys, username: bool) -> Result<
 }
 
 #[utoipa::path(
-    post, path = "/oauth2/access_token", tag = "authentication",
+    post, path = "/oauth2/access_token", operation_id = "token", tag = "authentication",
     request_body(content = TokenRequest, content_type = "application/x-www-form-urlencoded"),
     responses(
         (status = 200, description = "Tokens issued", body = TokenResponse),
@@ -444,21 +450,26 @@ async fn authenticate_client(
         return Ok(client);
     }
     let generation = state.auth_cache.generation();
-    let row: Option<(i64, String, Vec<String>)> = sqlx::query_as(
+    let row = sqlx::query_as!(
+        ClientRow,
         "SELECT id, secret_hash, scopes FROM oauth_clients WHERE client_id = $1 AND active",
+        client_id,
     )
-    .bind(client_id)
     .fetch_optional(&state.pool)
     .await?;
     let turn = state.hashing.turn().await?;
     not_delayed_meanwhile(state, keys)?;
     let (client, hash) = match row {
-        Some((id, hash, scopes)) => (
+        Some(ClientRow {
+            id,
+            secret_hash,
+            scopes,
+        }) => (
             Some(VerifiedClient {
                 id,
                 scopes: Scopes::from_list(&scopes).unwrap_or_default(),
             }),
-            Some(hash),
+            Some(secret_hash),
         ),
         None => (None, None),
     };
@@ -486,16 +497,21 @@ async fn password_grant(
     password: &str,
     scopes: Scopes,
 ) -> Result<TokenResponse, OAuthError> {
-    let user: Option<(i64, Option<String>, bool)> = sqlx::query_as(
+    let user = sqlx::query_as!(
+        UserRow,
         "SELECT id, password_hash, retired FROM users WHERE lower(login) = lower($1)",
+        username,
     )
-    .bind(username)
     .fetch_optional(&state.pool)
     .await?;
     let turn = state.hashing.turn().await?;
     not_delayed_meanwhile(state, keys)?;
     let (user, hash) = match user {
-        Some((id, hash, retired)) => (Some((id, retired)), hash),
+        Some(UserRow {
+            id,
+            password_hash,
+            retired,
+        }) => (Some((id, retired)), password_hash),
         None => (None, None),
     };
     let verified = turn
@@ -509,13 +525,13 @@ async fn password_grant(
             }
             let mut tx = state.pool.begin().await?;
             let grant = Uuid::new_v4();
-            sqlx::query(
+            sqlx::query!(
                 "INSERT INTO oauth_grants (id, client_id, user_id, scopes) VALUES ($1, $2, $3, $4)",
+                grant,
+                client.id,
+                user_id,
+                &scopes.to_list(),
             )
-            .bind(grant)
-            .bind(client.id)
-            .bind(user_id)
-            .bind(scopes.to_list())
             .execute(&mut *tx)
             .await?;
             let issued = issue(state, &mut tx, grant, scopes).await?;
@@ -538,17 +554,28 @@ async fn refresh_grant(
     requested: Option<Scopes>,
 ) -> Result<TokenResponse, OAuthError> {
     let hash = token_hash(refresh_token);
-    type Row = (Uuid, Vec<String>, bool, bool, i64, bool, bool, String);
-    let row: Option<Row> = sqlx::query_as(
-        "SELECT r.grant_id, r.scopes, r.used_at IS NOT NULL, r.expires_at <= now(), g.client_id,
-                g.revoked_at IS NOT NULL, u.retired, u.login
+    let row = sqlx::query_as!(
+        RefreshRow,
+        r#"SELECT r.grant_id, r.scopes, r.used_at IS NOT NULL AS "used!",
+                r.expires_at <= now() AS "expired!", g.client_id,
+                g.revoked_at IS NOT NULL AS "revoked!", u.retired, u.login
          FROM refresh_tokens r JOIN oauth_grants g ON g.id = r.grant_id JOIN users u ON u.id = g.user_id
-         WHERE r.token_hash = $1",
+         WHERE r.token_hash = $1"#,
+        &hash,
     )
-    .bind(&hash)
     .fetch_optional(&state.pool)
     .await?;
-    let Some((grant, scopes, used, expired, client_db_id, revoked, retired, login)) = row else {
+    let Some(RefreshRow {
+        grant_id: grant,
+        scopes,
+        used,
+        expired,
+        client_id: client_db_id,
+        revoked,
+        retired,
+        login,
+    }) = row
+    else {
         return Err(invalid_grant("The refresh token is not valid."));
     };
     // A standard OAuth client sends no username on refresh; one that does
@@ -592,10 +619,10 @@ async fn refresh_grant(
         None => granted,
     };
     let mut tx = state.pool.begin().await?;
-    let claimed = sqlx::query(
+    let claimed = sqlx::query!(
         "UPDATE refresh_tokens SET used_at = now() WHERE token_hash = $1 AND used_at IS NULL",
+        &hash,
     )
-    .bind(&hash)
     .execute(&mut *tx)
     .await?;
     if claimed.rows_affected() == 0 {
@@ -613,11 +640,13 @@ async fn refresh_grant(
 
 async fn revoke_grant(state: &AppState, grant: Uuid, reason: &str) -> Result<(), sqlx::Error> {
     tracing::warn!(%grant, reason, "revoking every token of a sign-in");
-    sqlx::query("UPDATE oauth_grants SET revoked_at = now(), revoked_reason = $2 WHERE id = $1 AND revoked_at IS NULL")
-        .bind(grant)
-        .bind(reason)
-        .execute(&state.pool)
-        .await?;
+    sqlx::query!(
+        "UPDATE oauth_grants SET revoked_at = now(), revoked_reason = $2 WHERE id = $1 AND revoked_at IS NULL",
+        grant,
+        reason,
+    )
+    .execute(&state.pool)
+    .await?;
     // This process forgets the sign-in's tokens now; the others on the trigger's NOTIFY.
     state.auth_cache.clear();
     Ok(())
@@ -635,20 +664,24 @@ async fn issue(
     let access_ttl = state.config.access_token_ttl;
     let refresh_ttl = chrono::Duration::from_std(state.config.refresh_token_ttl)
         .unwrap_or(chrono::Duration::days(14));
-    sqlx::query("INSERT INTO access_tokens (token_hash, grant_id, scopes, expires_at) VALUES ($1, $2, $3, $4)")
-        .bind(token_hash(&access))
-        .bind(grant)
-        .bind(scopes.to_list())
-        .bind(now + chrono::Duration::from_std(access_ttl).unwrap_or(chrono::Duration::hours(1)))
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query("INSERT INTO refresh_tokens (token_hash, grant_id, scopes, expires_at) VALUES ($1, $2, $3, $4)")
-        .bind(token_hash(&refresh))
-        .bind(grant)
-        .bind(scopes.to_list())
-        .bind(now + refresh_ttl)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "INSERT INTO access_tokens (token_hash, grant_id, scopes, expires_at) VALUES ($1, $2, $3, $4)",
+        token_hash(&access),
+        grant,
+        &scopes.to_list(),
+        now + chrono::Duration::from_std(access_ttl).unwrap_or(chrono::Duration::hours(1)),
+    )
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query!(
+        "INSERT INTO refresh_tokens (token_hash, grant_id, scopes, expires_at) VALUES ($1, $2, $3, $4)",
+        token_hash(&refresh),
+        grant,
+        &scopes.to_list(),
+        now + refresh_ttl,
+    )
+    .execute(&mut *tx)
+    .await?;
     Ok(TokenResponse {
         access_token: access,
         token_type: "Bearer",
@@ -656,4 +689,30 @@ async fn issue(
         refresh_token: refresh,
         scope: scopes.to_string(),
     })
+}
+
+/// An active OAuth client: its secret's hash and the scopes it may have.
+struct ClientRow {
+    id: i64,
+    secret_hash: String,
+    scopes: Vec<String>,
+}
+
+/// A user signing in with a password.
+struct UserRow {
+    id: i64,
+    password_hash: Option<String>,
+    retired: bool,
+}
+
+/// A refresh token, its state, and its sign-in's client and user.
+struct RefreshRow {
+    grant_id: Uuid,
+    scopes: Vec<String>,
+    used: bool,
+    expired: bool,
+    client_id: i64,
+    revoked: bool,
+    retired: bool,
+    login: String,
 }

@@ -4,7 +4,10 @@
 
 use axum::Json;
 use utoipa::{
-    openapi::security::{Flow, OAuth2, Password, Scopes, SecurityScheme},
+    openapi::{
+        security::{Flow, OAuth2, Password, Scopes, SecurityScheme},
+        RefOr, Schema,
+    },
     Modify, OpenApi,
 };
 
@@ -32,7 +35,7 @@ use crate::{auth::Caller, error};
         openapi_json,
     ),
     components(schemas(error::Problem, error::FieldError)),
-    modifiers(&Security)
+    modifiers(&Security, &ClosedBodies)
 )]
 pub struct ApiDoc;
 
@@ -54,12 +57,102 @@ impl Modify for Security {
     }
 }
 
+/// Every JSON request body is closed: a member its schema does not list is
+/// a 422 (`api/src/body.rs`, and the I-9 steps' own checks), so each body
+/// schema says `additionalProperties: false`. A body made of `allOf` parts
+/// (`EmployeeUpdate`) is merged into one object first, since each part
+/// closed on its own would refuse the others' members.
+struct ClosedBodies;
+
+impl Modify for ClosedBodies {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::{
+            schema::{AdditionalProperties, Object},
+            Required,
+        };
+        let mut names = std::collections::BTreeSet::new();
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.patch,
+                &mut item.delete,
+            ];
+            for op in operations.into_iter().flatten() {
+                let Some(body) = &mut op.request_body else {
+                    continue;
+                };
+                // An optional body (`Option<T>`) is absent or `T`; utoipa
+                // also makes its schema nullable, but a JSON `null` body is
+                // not an object, and the server refuses it (400).
+                if !matches!(body.required, Some(Required::True)) {
+                    for content in body.content.values_mut() {
+                        if let Some(RefOr::T(Schema::OneOf(one))) = &content.schema {
+                            let not_null: Vec<_> =
+                                one.items.iter().filter(|s| !is_null(s)).cloned().collect();
+                            if let [only] = not_null.as_slice() {
+                                content.schema = Some(only.clone());
+                            }
+                        }
+                    }
+                }
+                for (media, content) in &body.content {
+                    if let (true, Some(RefOr::Ref(r))) = (media.contains("json"), &content.schema) {
+                        if let Some(name) = r.ref_location.strip_prefix("#/components/schemas/") {
+                            names.insert(name.to_owned());
+                        }
+                    }
+                }
+            }
+        }
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        for name in names {
+            let Some(RefOr::T(schema)) = components.schemas.get_mut(&name) else {
+                continue;
+            };
+            if let Schema::AllOf(all) = schema {
+                let mut merged = Object::new();
+                merged.schema_type = utoipa::openapi::schema::Type::Object.into();
+                merged.description = all.description.clone();
+                for part in &all.items {
+                    if let RefOr::T(Schema::Object(o)) = part {
+                        merged.properties.extend(o.properties.clone());
+                        merged.required.extend(o.required.iter().cloned());
+                        if merged.example.is_none() {
+                            merged.example = o.example.clone();
+                        }
+                    }
+                }
+                *schema = Schema::Object(merged);
+            }
+            if let Schema::Object(o) = schema {
+                o.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(false)));
+                // utoipa's `Object` has no `not`; its extensions are written
+                // into the object as they are.
+                if o.properties.contains_key("createRemotehireI9") {
+                    o.extensions
+                        .get_or_insert_with(Default::default)
+                        .insert("not".to_owned(), employees::input::i9_flags_rule());
+                }
+            }
+        }
+    }
+}
+
+fn is_null(schema: &RefOr<Schema>) -> bool {
+    matches!(schema, RefOr::T(Schema::Object(o))
+        if o.schema_type == utoipa::openapi::schema::SchemaType::Type(utoipa::openapi::Type::Null))
+}
+
 pub fn document() -> utoipa::openapi::OpenApi {
     ApiDoc::openapi()
 }
 
 #[utoipa::path(
-    get, path = "/v1/openapi.json", tag = "operations",
+    get, path = "/v1/openapi.json", operation_id = "openapi", tag = "operations",
     responses((status = 200, description = "This document"), (status = 401, body = error::Problem, content_type = "application/problem+json")),
     security(("oauth2" = []))
 )]

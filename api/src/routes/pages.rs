@@ -13,6 +13,7 @@ use axum::{
 use i9_common::{
     crypto::token_hash,
     domain::password::{self, MIN_CHARS},
+    models::audit::{self, Actor, Entry},
 };
 use serde::Deserialize;
 
@@ -80,19 +81,26 @@ fn message(status: StatusCode, title: &'static str, text: &'static str) -> Respo
 /// A set-password token that is known, unused and unexpired: its user's login.
 /// The user a set-password link is for: id, login, and what a password must
 /// not lean on (login, names, email).
-async fn password_token(
-    state: &AppState,
-    token: &str,
-) -> Result<Option<(i64, String, Vec<String>)>, ApiError> {
-    Ok(sqlx::query_as(
-        "SELECT u.id, u.login,
+async fn password_token(state: &AppState, token: &str) -> Result<Option<TokenUser>, ApiError> {
+    Ok(sqlx::query_as!(
+        TokenUser,
+        r#"SELECT u.id AS user_id, u.login,
                 ARRAY_REMOVE(ARRAY[u.login, u.first_name, u.last_name, u.email_address], NULL)
+                  AS "personal!"
          FROM password_set_tokens t JOIN users u ON u.id = t.user_id
-         WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > now() AND NOT u.retired",
+         WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > now() AND NOT u.retired"#,
+        token_hash(token),
     )
-    .bind(token_hash(token))
     .fetch_optional(&state.pool)
     .await?)
+}
+
+/// The user of a live set-password link: id, login, and what a password
+/// must not be made of (login, names, email address).
+struct TokenUser {
+    user_id: i64,
+    login: String,
+    personal: Vec<String>,
 }
 
 pub(crate) fn invalid_link() -> Response {
@@ -190,7 +198,9 @@ pub async fn set_password_form(
         return Ok(invalid_link());
     };
     match password_token(&state, &token).await? {
-        Some((_, login, _)) => Ok(render(StatusCode::OK, &PasswordPage::new(&login), None)),
+        Some(TokenUser { login, .. }) => {
+            Ok(render(StatusCode::OK, &PasswordPage::new(&login), None))
+        }
         None => Ok(invalid_link()),
     }
 }
@@ -204,7 +214,12 @@ pub async fn set_password(
     let Ok(Path(token)) = token else {
         return Ok(invalid_link());
     };
-    let Some((user_id, login, personal)) = password_token(&state, &token).await? else {
+    let Some(TokenUser {
+        user_id,
+        login,
+        personal,
+    }) = password_token(&state, &token).await?
+    else {
         return Ok(invalid_link());
     };
     let PasswordForm { password, confirm } = match form {
@@ -243,27 +258,33 @@ pub async fn set_password(
         .await
         .map_err(|e| ApiError::Internal(e.into()))?;
     let mut tx = state.pool.begin().await?;
-    let used = sqlx::query(
+    let used = sqlx::query!(
         "UPDATE password_set_tokens SET used_at = now() WHERE token_hash = $1 AND used_at IS NULL",
+        token_hash(&token),
     )
-    .bind(token_hash(&token))
     .execute(&mut *tx)
     .await?;
     if used.rows_affected() == 0 {
         return Ok(invalid_link());
     }
-    sqlx::query("UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1")
-        .bind(user_id)
-        .bind(&hash)
-        .execute(&mut *tx)
-        .await?;
-    sqlx::query(
-        "INSERT INTO audit_log (user_id, action, resource_type, resource_id, request_id) VALUES ($1, 'password.set', 'user', $2, $3)",
+    sqlx::query!(
+        "UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1",
+        user_id,
+        &hash,
     )
-    .bind(user_id)
-    .bind(user_id.to_string())
-    .bind(&request_id)
     .execute(&mut *tx)
+    .await?;
+    // The user acts on the page, through no client.
+    let actor = Actor {
+        user_id: Some(user_id),
+        client_id: None,
+        request_id,
+    };
+    audit::record(
+        &mut *tx,
+        &actor,
+        Entry::new("password.set", "user", user_id),
+    )
     .await?;
     tx.commit().await?;
     let done = PasswordSet {

@@ -6,21 +6,24 @@
 //! active one with an open I-9 is a 409. Then the I-9 is requested and the
 //! answer carries its Section 1 link. One transaction, like every write.
 
-use axum::{body::Bytes, extract::State, http::HeaderMap, response::Response};
-use chrono::NaiveDate;
-use i9_common::domain::{Permission, Scope};
+use axum::{extract::State, http::HeaderMap, response::Response};
+use i9_common::{
+    domain::{Permission, Scope},
+    models::{
+        employee::{self, Integration, Period},
+        i9_request::I9Request,
+    },
+};
 use serde::Serialize;
 use uuid::Uuid;
 
 use super::employees::{
-    input::Operation,
-    write::{
-        check_references, check_unique, has_open_i9, parse_body, push_insert, request_i9,
-        section1_link, set_columns, unique_violation,
-    },
+    input::PartnerHire,
+    write::{check_references, check_unique, section1_link},
 };
 use crate::{
     auth::{Caller, Visibility},
+    body::JsonBody,
     error::{ApiError, ApiResult, Problem},
     idempotency::{self, Outcome, Replay},
     list::Link,
@@ -40,40 +43,10 @@ pub struct Section1Started {
     pub links: Vec<Link>,
 }
 
-/// The fields of the partner operation (the I column of the specification's table).
-#[derive(utoipa::ToSchema)]
-#[schema(example = json!({
-    "integrationCandidateId": "cand-8812", "onboardingType": "remote", "firstName": "Ana", "lastName": "Diaz",
-    "emailAddress": "ana.diaz@mail.example", "startDate": "2026-12-01", "locationId": 3,
-    "employeeReturnUrl": "https://ats.example/candidates/8812"
-}))]
-#[allow(non_snake_case, dead_code)]
-pub struct PartnerHire {
-    /// The partner's own key for the candidate (max 50). Required.
-    integrationCandidateId: String,
-    /// `on-site` or `remote`. Required.
-    onboardingType: String,
-    firstName: String,
-    lastName: String,
-    emailAddress: String,
-    /// `YYYY-MM-DD` or `MM/DD/YYYY`. Required.
-    startDate: String,
-    locationId: i64,
-    /// Where the employee's browser goes after signing Section 1 (https, max 255).
-    employeeReturnUrl: Option<String>,
-    middleName: Option<String>,
-    socialSecurityNumber: Option<String>,
-    dateOfBirth: Option<String>,
-    profileId: Option<String>,
-    jobTitle: Option<String>,
-    legalEntity: Option<i64>,
-    languagePreference: Option<i32>,
-}
-
 #[utoipa::path(
-    post, path = "/v1/partners/i9s/section1", tag = "partners",
+    post, path = "/v1/partners/i9s/section1", operation_id = "partnerSection1", tag = "partners",
     request_body(content = PartnerHire, content_type = "application/json"),
-    params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first response for 24 hours")),
+    params(("Idempotency-Key" = Option<String>, Header, max_length = 255, pattern = r"^[!-~]([\t -~]*[!-~])?$", description = "Replays the first response for 24 hours. 1 to 255 visible ASCII characters (spaces and tabs inside)")),
     responses(
         (status = 201, description = "The employee was created or re-hired and its I-9 requested", body = Section1Started),
         (status = 400, body = Problem, content_type = "application/problem+json"),
@@ -90,7 +63,7 @@ pub async fn section1(
     State(state): State<AppState>,
     caller: Caller,
     headers: HeaderMap,
-    body: Bytes,
+    body: JsonBody<PartnerHire>,
 ) -> ApiResult<Response> {
     caller.require(Scope::Write, Permission::PartnerOperation)?;
     let partner: Option<(String, Option<String>)> = sqlx::query_as(
@@ -106,16 +79,8 @@ pub async fn section1(
         ));
     };
     let key = idempotency::key(&headers)?;
-    let op = Operation::Partner {
-        allow_http: state.config.allow_private_callbacks,
-    };
-    let input = parse_body(&headers, &body, op)?;
-    let (Some(candidate), Some(remote)) = (input.candidate_id.clone(), input.onboarding_remote)
-    else {
-        return Err(ApiError::Internal(anyhow::anyhow!(
-            "required partner fields passed validation unset"
-        )));
-    };
+    let hire = body.check(|b: PartnerHire| b.check(state.config.allow_private_callbacks))?;
+    let candidate = hire.candidate.as_str();
     let visibility = caller.visibility(&state.pool).await?;
 
     let mut tx = state.pool.begin().await?;
@@ -126,7 +91,7 @@ pub async fn section1(
             caller.user_id,
             key,
             "POST /v1/partners/i9s/section1",
-            &body,
+            &body.raw,
         )
         .await?
         {
@@ -134,119 +99,93 @@ pub async fn section1(
             return replay_answer(&state, &visibility, replay).await;
         }
     }
-    ssn_writes::admit(&state, &caller, input.ssn.as_ref().and_then(Option::as_ref)).await?;
-    check_references(&mut tx, &input, &visibility).await?;
-    let existing: Option<(i64, Option<NaiveDate>, i64)> = sqlx::query_as(
-        "SELECT e.id, (SELECT terminated_date FROM employment_periods p WHERE p.employee_id = e.id ORDER BY p.id DESC LIMIT 1),
-                e.location_id
-         FROM employees e WHERE e.integration_client_id = $1 AND e.integration_candidate_id = $2 FOR UPDATE",
-    )
-    .bind(caller.client_id)
-    .bind(&candidate)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let fields = &hire.fields;
+    ssn_writes::admit(&state, &caller, fields.new_ssn()).await?;
+    check_references(&mut tx, fields, &visibility).await?;
+    let existing = employee::lock_candidate(&mut tx, caller.client_id, candidate).await?;
     // The employer may have moved the candidate's employee out of the
     // partner's reach: a partner never writes what it cannot read.
-    if let Some((id, _, location)) = existing {
-        if !visibility.sees(location, Some(caller.client_id)) {
+    if let Some((id, current)) = &existing {
+        if !visibility.sees(current.location_id, Some(caller.client_id)) {
             return Err(ApiError::Forbidden(format!(
                 "Candidate {candidate} is employee {id}, which the employer has placed outside \
                  your client's reach; it can no longer be changed through the partner operation."
             )));
         }
     }
-    let existing = existing.map(|(id, terminated, _)| (id, terminated));
-    let start = input.start_date.flatten();
+    let start = Period {
+        start: Some(hire.start_date),
+        terminated: None,
+    };
     let (id, action) = match existing {
         None => {
-            check_unique(&mut tx, &state, &caller, &visibility, &input, None).await?;
-            let mut insert = sqlx::QueryBuilder::<sqlx::Postgres>::new("");
-            push_insert(&mut insert, &state, &input);
-            insert.push(" RETURNING id");
-            let id: i64 = insert
-                .build_query_scalar()
-                .fetch_one(&mut *tx)
-                .await
-                .map_err(unique_violation)?;
-            sqlx::query("INSERT INTO employment_periods (employee_id, start_date) VALUES ($1, $2)")
-                .bind(id)
-                .bind(start)
-                .execute(&mut *tx)
-                .await?;
+            check_unique(&mut tx, &state, &caller, &visibility, fields, None).await?;
+            let id = employee::insert(&mut tx, &state.cipher, fields).await?;
+            employee::start_period(&mut tx, id, start).await?;
             (id, "partner.create")
         }
-        Some((id, Some(_terminated))) => {
-            check_unique(&mut tx, &state, &caller, &visibility, &input, Some(id)).await?;
-            set_columns(&mut tx, &state, &input, id).await?;
-            sqlx::query("INSERT INTO employment_periods (employee_id, start_date) VALUES ($1, $2)")
-                .bind(id)
-                .bind(start)
-                .execute(&mut *tx)
-                .await?;
+        Some((id, current)) if current.is_terminated() => {
+            check_unique(&mut tx, &state, &caller, &visibility, fields, Some(id)).await?;
+            employee::update(&mut tx, &state.cipher, id, fields).await?;
+            employee::start_period(&mut tx, id, start).await?;
             (id, "partner.rehire")
         }
-        Some((id, None)) => {
-            if has_open_i9(&mut tx, id).await? {
+        Some((id, current)) => {
+            if employee::has_open_i9(&mut tx, id).await? {
                 return Err(ApiError::Conflict(format!(
                     "Candidate {candidate} is active employee {id} with an open I-9."
                 )));
             }
-            check_unique(&mut tx, &state, &caller, &visibility, &input, Some(id)).await?;
-            set_columns(&mut tx, &state, &input, id).await?;
-            sqlx::query(
-                "UPDATE employment_periods SET start_date = $2
-                 WHERE id = (SELECT id FROM employment_periods WHERE employee_id = $1 ORDER BY id DESC LIMIT 1)",
-            )
-            .bind(id)
-            .bind(start)
-            .execute(&mut *tx)
-            .await?;
+            check_unique(&mut tx, &state, &caller, &visibility, fields, Some(id)).await?;
+            employee::update(&mut tx, &state.cipher, id, fields).await?;
+            let period = Period {
+                terminated: current.terminated_date,
+                ..start
+            };
+            employee::set_period(&mut tx, id, current.period_id, period).await?;
             (id, "partner.update")
         }
     };
-    sqlx::query(
-        "UPDATE employees SET integration_client_id = $2, integration_client_system = $3, integration_hr_url = $4,
-                integration_candidate_id = $5, integration_client_process = $6, integration_request_id = $7,
-                integration_transaction_id = $8, integration_service_id = 'i9-section1',
-                integration_report_url = $9 || '/v1/employees/' || id, employee_return_url = $10, updated_at = now()
-         WHERE id = $1",
+    employee::link_partner(
+        &mut tx,
+        id,
+        &Integration {
+            client_id: caller.client_id,
+            client_system: &system,
+            hr_url: hr_url.as_deref(),
+            candidate,
+            onboarding: hire.onboarding,
+            request_id: caller.request_id.as_deref(),
+            transaction_id: &Uuid::new_v4().to_string(),
+            public_base_url: &state.config.public_base_url,
+            return_url: hire.return_url.as_deref(),
+        },
     )
-    .bind(id)
-    .bind(caller.client_id)
-    .bind(&system)
-    .bind(&hr_url)
-    .bind(&candidate)
-    .bind(if remote { "remote" } else { "on-site" })
-    .bind(&caller.request_id)
-    .bind(Uuid::new_v4().to_string())
-    .bind(&state.config.public_base_url)
-    .bind(&input.return_url)
-    .execute(&mut *tx)
-    .await
-    .map_err(unique_violation)?;
-    let (request, link) = request_i9(&mut tx, &state, id, remote).await?;
-    sqlx::query(
-        "INSERT INTO audit_log (user_id, client_id, action, resource_type, resource_id, request_id, detail)
-         VALUES ($1, $2, $3, 'employee', $4, $5, $6)",
+    .await?;
+    let request = I9Request::new(
+        hire.onboarding,
+        &state.config.public_base_url,
+        state.config.section1_link_ttl,
+    );
+    request.insert(&mut tx, &state.cipher, id).await?;
+    employee::audit(
+        &mut tx,
+        &caller.actor(),
+        action,
+        id,
+        serde_json::json!({ "candidate": candidate, "onboardingType": hire.onboarding }),
     )
-    .bind(caller.user_id)
-    .bind(caller.client_id)
-    .bind(action)
-    .bind(id.to_string())
-    .bind(&caller.request_id)
-    .bind(serde_json::json!({ "candidate": candidate, "onboardingType": if remote { "remote" } else { "on-site" } }))
-    .execute(&mut *tx)
     .await?;
 
     let location = format!("/v1/employees/{id}");
     let answer = Section1Started {
-        i9_section1_link: link,
+        i9_section1_link: request.link,
         id,
         links: vec![Link::new("self", location.clone())],
     };
     let outcome = Outcome {
         resource_id: id,
-        section1_request: Some(request),
+        section1_request: Some(request.id),
     };
     idempotency::created(
         Some(tx),

@@ -27,12 +27,15 @@ pub const FILTERS: &[FilterSpec] = &[filter("name", K::Text("name"))];
 #[allow(dead_code)]
 pub struct RoleFilters {
     /// The role's unique name.
-    name: Option<String>,
-    page: Option<i64>,
-    page_size: Option<i64>,
+    #[param(inline)]
+    name: Option<crate::list::params::Text>,
+    #[param(inline)]
+    page: Option<crate::list::params::Positive>,
+    #[param(inline)]
+    page_size: Option<crate::list::params::Positive>,
 }
 
-#[derive(Debug, FromRow, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RoleSummary {
     pub id: i64,
@@ -40,7 +43,25 @@ pub struct RoleSummary {
     pub description: String,
 }
 
-#[derive(Debug, FromRow, Serialize, ToSchema)]
+/// A `roles` row, as the list reads it (through its dynamic filters).
+#[derive(Debug, FromRow)]
+struct RoleSummaryRow {
+    id: i64,
+    name: String,
+    description: String,
+}
+
+impl From<RoleSummaryRow> for RoleSummary {
+    fn from(row: RoleSummaryRow) -> Self {
+        Self {
+            id: row.id,
+            name: row.name,
+            description: row.description,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RoleRecord {
     pub id: i64,
@@ -48,12 +69,32 @@ pub struct RoleRecord {
     pub description: String,
     /// Permission ids (1 to 12, see the API guide).
     pub permissions: Vec<i16>,
-    #[sqlx(skip)]
     pub links: Vec<Link>,
 }
 
+/// A `roles` row, with its permission ids in order.
+struct RoleRow {
+    id: i64,
+    name: String,
+    description: String,
+    permissions: Vec<i16>,
+}
+
+impl From<RoleRow> for RoleRecord {
+    fn from(row: RoleRow) -> Self {
+        let id = row.id;
+        Self {
+            id,
+            name: row.name,
+            description: row.description,
+            permissions: row.permissions,
+            links: vec![Link::new("self", format!("/v1/roles/{id}"))],
+        }
+    }
+}
+
 #[utoipa::path(
-    get, path = "/v1/roles", tag = "roles", params(RoleFilters),
+    get, path = "/v1/roles", operation_id = "listRoles", tag = "roles", params(RoleFilters),
     responses(
         (status = 200, body = ListResponse<RoleSummary>),
         (status = 400, body = Problem, content_type = "application/problem+json"),
@@ -70,7 +111,7 @@ pub async fn list(
     caller.require(Scope::Read, Permission::ViewRoles)?;
     let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
     let (rows, total) = q
-        .fetch_page(
+        .fetch_page::<RoleSummaryRow>(
             &state.pool,
             &state.cipher,
             PageSql {
@@ -85,12 +126,12 @@ pub async fn list(
         .await?;
     Ok(Json(ListResponse {
         links: q.links("/v1/roles", total),
-        search_result: rows,
+        search_result: rows.into_iter().map(RoleSummary::from).collect(),
     }))
 }
 
 #[utoipa::path(
-    get, path = "/v1/roles/{role_id}", tag = "roles",
+    get, path = "/v1/roles/{role_id}", operation_id = "getRole", tag = "roles",
     params(("role_id" = i64, Path, description = "Role id")),
     responses(
         (status = 200, body = RoleRecord),
@@ -107,15 +148,16 @@ pub async fn get_one(
 ) -> ApiResult<Json<RoleRecord>> {
     caller.require(Scope::Read, Permission::ViewRoles)?;
     let id = id.get()?;
-    let mut role: RoleRecord = sqlx::query_as(
-        "SELECT id, name, description,
-                ARRAY(SELECT permission_id FROM role_permissions WHERE role_id = r.id ORDER BY permission_id) AS permissions
-         FROM roles r WHERE id = $1",
+    let row = sqlx::query_as!(
+        RoleRow,
+        r#"SELECT id, name, description,
+                ARRAY(SELECT permission_id FROM role_permissions WHERE role_id = r.id ORDER BY permission_id)
+                  AS "permissions!"
+         FROM roles r WHERE id = $1"#,
+        id,
     )
-    .bind(id)
     .fetch_optional(&state.pool)
     .await?
     .ok_or(ApiError::NotFound)?;
-    role.links = vec![Link::new("self", format!("/v1/roles/{id}"))];
-    Ok(Json(role))
+    Ok(Json(RoleRecord::from(row)))
 }

@@ -21,8 +21,11 @@ use axum::{
 use chrono::{NaiveDate, Utc};
 use i9_common::{
     crypto::{token_hash, Purpose},
-    domain::{parse_date, Ssn, SsnError},
-    events,
+    domain::{parse_date, Attestation, I9Status, Ssn, SsnError, Step},
+    models::{
+        i9::{self as lifecycle, Section1, StoredSsn},
+        Actor, WriteError,
+    },
 };
 use serde::Deserialize;
 
@@ -292,18 +295,25 @@ impl SignForm {
 struct Link {
     request: uuid::Uuid,
     i9: Option<i64>,
-    status: Option<String>,
+    status: Option<I9Status>,
     lang: Lang,
     return_url: Option<String>,
     /// What the form shows before the employee types.
     prefill: SignForm,
 }
 
+impl Link {
+    /// Whether its I-9 exists and awaits the employee's signature.
+    fn signable(&self) -> bool {
+        self.i9.is_some() && self.status.is_some_and(|s| s.allows(Step::SignSection1))
+    }
+}
+
 async fn find(state: &AppState, token: &str) -> Result<Option<Link>, ApiError> {
     type Row = (
         uuid::Uuid,
         Option<i64>,
-        Option<String>,
+        Option<I9Status>,
         Option<i16>,
         Option<String>,
         Option<String>,
@@ -499,19 +509,20 @@ impl<'a> FormPage<'a> {
                 ..text("phoneNumber", t.phone, &f.phone_number)
             },
         ];
-        let radios = [
-            ("citizen", t.citizen),
-            ("noncitizen national", t.national),
-            ("permanent resident", t.resident),
-            ("alien authorized to work", t.alien),
-        ]
-        .into_iter()
-        .map(|(value, label)| Radio {
-            value,
-            label,
-            checked: f.attestation == value,
-        })
-        .collect();
+        // One box per attestation, in the form's order (the match is exhaustive).
+        let radios = Attestation::ALL
+            .iter()
+            .map(|&value| Radio {
+                value: value.as_str(),
+                label: match value {
+                    Attestation::Citizen => t.citizen,
+                    Attestation::NoncitizenNational => t.national,
+                    Attestation::PermanentResident => t.resident,
+                    Attestation::AlienAuthorizedToWork => t.alien,
+                },
+                checked: f.attestation == value.as_str(),
+            })
+            .collect();
         let documents = vec![
             text("alienNumber", t.a_number, &f.alien_number),
             text(
@@ -588,7 +599,7 @@ pub async fn show(
             .insert(header::RETRY_AFTER, HeaderValue::from(PREPARING_RETRY_SECS));
         return Ok(response);
     }
-    if link.status.as_deref() != Some("Section 1 Incomplete") {
+    if !link.signable() {
         return Ok(invalid());
     }
     Ok(form_page(
@@ -620,10 +631,7 @@ pub async fn sign(
     };
     let lang = chosen(&q, link.lang);
     let t = lang.text();
-    let Some(i9) = link
-        .i9
-        .filter(|_| link.status.as_deref() == Some("Section 1 Incomplete"))
-    else {
+    let Some(i9) = link.i9.filter(|_| link.signable()) else {
         return Ok(invalid());
     };
     let mut f = match form {
@@ -683,14 +691,15 @@ pub async fn sign(
     };
     let today = Utc::now().date_naive();
     let mut expires = None;
-    match f.attestation.as_str() {
-        "citizen" | "noncitizen national" => {}
-        "permanent resident" => {
+    let attestation = Attestation::parse(&f.attestation);
+    match attestation {
+        Some(Attestation::Citizen | Attestation::NoncitizenNational) => {}
+        Some(Attestation::PermanentResident) => {
             if f.alien_number.is_empty() {
                 errors.push(("alienNumber", t.need_a_number));
             }
         }
-        "alien authorized to work" => {
+        Some(Attestation::AlienAuthorizedToWork) => {
             match f.work_authorization_expiration.as_str() {
                 "" | "N/A" | "n/a" => {}
                 s => match parse_date(s) {
@@ -708,7 +717,7 @@ pub async fn sign(
                 errors.push(("alienNumber", t.need_alien_doc));
             }
         }
-        _ => errors.push(("attestation", t.required)),
+        None => errors.push(("attestation", t.required)),
     }
     if f.agree != "yes" {
         errors.push(("agree", t.required));
@@ -724,7 +733,9 @@ pub async fn sign(
     } else if normal(&f.signature) != normal(&format!("{} {}", f.first_name, f.last_name)) {
         errors.push(("signature", t.sign_mismatch));
     }
-    if !errors.is_empty() {
+    // Both are among the checks above: with no error, both are here.
+    let (true, Some(date_of_birth), Some(attestation)) = (errors.is_empty(), dob, attestation)
+    else {
         return Ok(form_page(
             StatusCode::UNPROCESSABLE_ENTITY,
             lang,
@@ -732,66 +743,57 @@ pub async fn sign(
             &errors,
             link.return_url.as_deref(),
         ));
-    }
+    };
 
+    let opt = |v: &str| opt(v).map(str::to_owned);
+    let section1 = Section1 {
+        signed_on: today,
+        last_name: f.last_name.clone(),
+        first_name: f.first_name.clone(),
+        middle_initial: opt(&f.middle_initial),
+        other_last_names: opt(&f.other_last_names),
+        address_street: f.address_street.clone(),
+        address_apartment: opt(&f.address_apartment),
+        address_city: f.address_city.clone(),
+        address_state: f.address_state.clone(),
+        address_zip: f.address_zip.clone(),
+        date_of_birth,
+        ssn: ssn.as_ref().map(|s| StoredSsn {
+            ciphertext: state.cipher.encrypt_ssn(Purpose::I9Ssn, s),
+            last4: s.last4().to_owned(),
+        }),
+        email_address: opt(&f.email_address),
+        phone_number: opt(&f.phone_number),
+        attestation,
+        work_authorization_expiration: expires,
+        alien_number: opt(&f.alien_number),
+        admission_number: opt(&f.admission_number),
+        foreign_passport_number: opt(&f.foreign_passport_number),
+        foreign_passport_country: opt(&f.foreign_passport_country),
+    };
+    // The employee acts without an account: the entry names the request only.
+    let actor = Actor {
+        request_id,
+        ..Actor::default()
+    };
     let mut tx = state.pool.begin().await?;
-    let used = sqlx::query("UPDATE i9_requests SET section1_used_at = now() WHERE id = $1 AND section1_used_at IS NULL")
-        .bind(link.request)
-        .execute(&mut *tx)
-        .await?;
-    let updated = sqlx::query(
-        "UPDATE i9s SET status = 'Signed Sec 1', signed_date_employee = $2, last_name = $3, first_name = $4,
-                middle_initial = $5, other_name = $6, address_street = $7, address_apartment = $8,
-                address_city = $9, address_state = $10, address_zip = $11, date_of_birth = $12,
-                email_address = COALESCE($13, email_address), phone_number = COALESCE($14, phone_number),
-                attestation = $15, work_authorization = $15, work_authorization_expiration = $16,
-                alien_number = $17, admission_number = $18, foreign_passport_number = $19,
-                foreign_passport_country = $20,
-                ssn_ciphertext = COALESCE($21, ssn_ciphertext), ssn_last4 = COALESCE($22, ssn_last4),
-                updated_at = now()
-         WHERE id = $1 AND status = 'Section 1 Incomplete'",
-    )
-    .bind(i9)
-    .bind(today)
-    .bind(&f.last_name)
-    .bind(&f.first_name)
-    .bind(opt(&f.middle_initial))
-    .bind(opt(&f.other_last_names))
-    .bind(&f.address_street)
-    .bind(opt(&f.address_apartment))
-    .bind(&f.address_city)
-    .bind(&f.address_state)
-    .bind(&f.address_zip)
-    .bind(dob)
-    .bind(opt(&f.email_address))
-    .bind(opt(&f.phone_number))
-    .bind(&f.attestation)
-    .bind(expires)
-    .bind(opt(&f.alien_number))
-    .bind(opt(&f.admission_number))
-    .bind(opt(&f.foreign_passport_number))
-    .bind(opt(&f.foreign_passport_country))
-    .bind(ssn.as_ref().map(|s| state.cipher.encrypt_ssn(Purpose::I9Ssn, s)))
-    .bind(ssn.as_ref().map(|s| s.last4().to_owned()))
-    .execute(&mut *tx)
-    .await?;
-    if used.rows_affected() != 1 || updated.rows_affected() != 1 {
-        return Ok(invalid()); // used a moment ago by another submission
-    }
-    sqlx::query("INSERT INTO audit_log (action, resource_type, resource_id, request_id, detail) VALUES ('i9.section1', 'i9', $1, $2, $3)")
-        .bind(i9.to_string())
-        .bind(&request_id)
-        .bind(serde_json::json!({ "attestation": f.attestation }))
-        .execute(&mut *tx)
-        .await?;
-    events::record_status_change(
+    match lifecycle::sign_section1(
         &mut tx,
+        &actor,
         i9,
-        Some("Section 1 Incomplete"),
+        link.request,
+        &section1,
         &state.config.public_base_url,
     )
-    .await?;
-    tx.commit().await?;
+    .await
+    {
+        Ok(()) => tx.commit().await?,
+        // Signed or used a moment ago by another submission: nothing written.
+        Err(WriteError::IllegalStep(_) | WriteError::Conflict(_) | WriteError::NotFound) => {
+            return Ok(invalid())
+        }
+        Err(e) => return Err(e.into()),
+    }
     match link
         .return_url
         .and_then(|u| header::HeaderValue::from_str(&u).ok())

@@ -39,14 +39,22 @@ pub const FILTERS: &[FilterSpec] = &[
 #[into_params(parameter_in = Query)]
 #[allow(non_snake_case, dead_code)]
 pub struct UserFilters {
-    emailAddress: Option<String>,
-    firstName: Option<String>,
-    lastName: Option<String>,
-    login: Option<String>,
-    middleName: Option<String>,
-    title: Option<String>,
-    page: Option<i64>,
-    page_size: Option<i64>,
+    #[param(inline)]
+    emailAddress: Option<crate::list::params::Text>,
+    #[param(inline)]
+    firstName: Option<crate::list::params::Text>,
+    #[param(inline)]
+    lastName: Option<crate::list::params::Text>,
+    #[param(inline)]
+    login: Option<crate::list::params::Text>,
+    #[param(inline)]
+    middleName: Option<crate::list::params::Text>,
+    #[param(inline)]
+    title: Option<crate::list::params::Text>,
+    #[param(inline)]
+    page: Option<crate::list::params::Positive>,
+    #[param(inline)]
+    page_size: Option<crate::list::params::Positive>,
 }
 
 /// `{id, name}` of a role or group.
@@ -64,7 +72,7 @@ pub const GROUPS_OF_USER: &str = "COALESCE((
         FROM user_groups ug JOIN groups g ON g.id = ug.group_id WHERE ug.user_id = u.id
     ), '[]'::json) AS groups";
 
-#[derive(Debug, FromRow, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserSummary {
     pub id: i64,
@@ -75,14 +83,12 @@ pub struct UserSummary {
     pub title: Option<String>,
     pub email_address: Option<String>,
     pub retired: bool,
-    #[sqlx(json)]
     pub role: NamedRef,
-    #[sqlx(json)]
     pub groups: Vec<NamedRef>,
     pub profile_id: Option<String>,
 }
 
-#[derive(Debug, FromRow, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserRecord {
     pub id: i64,
@@ -94,9 +100,7 @@ pub struct UserRecord {
     pub title: Option<String>,
     pub email_address: Option<String>,
     pub retired: bool,
-    #[sqlx(json)]
     pub role: NamedRef,
-    #[sqlx(json)]
     pub groups: Vec<NamedRef>,
     pub profile_id: Option<String>,
     pub saml_id: Option<String>,
@@ -107,8 +111,82 @@ pub struct UserRecord {
     pub home_extension: Option<String>,
     pub cell_number: Option<String>,
     pub cell_extension: Option<String>,
-    #[sqlx(skip)]
     pub links: Vec<Link>,
+}
+
+/// A `users` row with its full name, role and groups (JSON), as both routes
+/// read it: the list through its dynamic filters, the single user under the
+/// caller's visibility condition (composed at run time, `auth::Visibility`).
+#[derive(Debug, FromRow)]
+struct UserRow {
+    id: i64,
+    login: String,
+    first_name: String,
+    middle_name: Option<String>,
+    last_name: String,
+    full_name: String,
+    title: Option<String>,
+    email_address: Option<String>,
+    retired: bool,
+    #[sqlx(json)]
+    role: NamedRef,
+    #[sqlx(json)]
+    groups: Vec<NamedRef>,
+    profile_id: Option<String>,
+    saml_id: Option<String>,
+    oauth_id: Option<String>,
+    work_number: Option<String>,
+    work_extension: Option<String>,
+    home_number: Option<String>,
+    home_extension: Option<String>,
+    cell_number: Option<String>,
+    cell_extension: Option<String>,
+}
+
+impl From<UserRow> for UserSummary {
+    fn from(row: UserRow) -> Self {
+        Self {
+            id: row.id,
+            first_name: row.first_name,
+            last_name: row.last_name,
+            full_name: row.full_name,
+            title: row.title,
+            email_address: row.email_address,
+            retired: row.retired,
+            role: row.role,
+            groups: row.groups,
+            profile_id: row.profile_id,
+        }
+    }
+}
+
+impl From<UserRow> for UserRecord {
+    fn from(row: UserRow) -> Self {
+        let id = row.id;
+        Self {
+            id,
+            login: row.login,
+            first_name: row.first_name,
+            middle_name: row.middle_name,
+            last_name: row.last_name,
+            full_name: row.full_name,
+            title: row.title,
+            email_address: row.email_address,
+            retired: row.retired,
+            role: row.role,
+            groups: row.groups,
+            profile_id: row.profile_id,
+            saml_id: row.saml_id,
+            oauth_id: row.oauth_id,
+            work_number: row.work_number,
+            work_extension: row.work_extension,
+            home_number: row.home_number,
+            home_extension: row.home_extension,
+            cell_number: row.cell_number,
+            cell_extension: row.cell_extension,
+            links: vec![Link::new("self", format!("/v1/users/{id}"))],
+        }
+    }
 }
 
 const USERS_FROM: &str = "FROM users u JOIN roles r ON r.id = u.role_id
@@ -126,7 +204,7 @@ fn select_users() -> String {
 }
 
 #[utoipa::path(
-    get, path = "/v1/users", tag = "users", params(UserFilters),
+    get, path = "/v1/users", operation_id = "listUsers", tag = "users", params(UserFilters),
     responses(
         (status = 200, description = "Users ordered by fullName", body = ListResponse<UserSummary>),
         (status = 400, body = Problem, content_type = "application/problem+json"),
@@ -144,7 +222,7 @@ pub async fn list(
     let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
     let visibility = caller.visibility(&state.pool).await?;
     let (rows, total) = q
-        .fetch_page(
+        .fetch_page::<UserRow>(
             &state.pool,
             &state.cipher,
             PageSql {
@@ -161,12 +239,12 @@ pub async fn list(
         .await?;
     Ok(Json(ListResponse {
         links: q.links("/v1/users", total),
-        search_result: rows,
+        search_result: rows.into_iter().map(UserSummary::from).collect(),
     }))
 }
 
 #[utoipa::path(
-    get, path = "/v1/users/{user_id}", tag = "users",
+    get, path = "/v1/users/{user_id}", operation_id = "getUser", tag = "users",
     params(("user_id" = i64, Path, description = "User id")),
     responses(
         (status = 200, body = UserRecord),
@@ -187,11 +265,10 @@ pub async fn get_one(
     let mut q = sqlx::QueryBuilder::new(select_users());
     q.push(" AND u.id = ").push_bind(id);
     Restrict::EmployeeIfAny(&visibility, "e").push(&mut q);
-    let mut user: UserRecord = q
-        .build_query_as()
+    let row = q
+        .build_query_as::<UserRow>()
         .fetch_optional(&state.pool)
         .await?
         .ok_or(ApiError::NotFound)?;
-    user.links = vec![Link::new("self", format!("/v1/users/{id}"))];
-    Ok(Json(user))
+    Ok(Json(UserRecord::from(row)))
 }

@@ -1,19 +1,24 @@
 //! Domain types, built only by parsing at the boundary.
 
+mod attestation;
 pub mod calendar;
 mod date;
+pub mod fields;
 pub mod password;
 mod permission;
 mod ssn;
 mod status;
+mod text_enum;
 
 pub use date::{format_date, format_timestamp, parse_date, DateParseError};
+pub use fields::{Field, FromJson, I9Choice, Invalid, Language, OnboardingType, Required};
 pub use permission::{Permission, Scope, Scopes};
 pub use ssn::{Ssn, SsnError};
 pub mod ssn_mask {
     pub use super::ssn::mask_last4;
 }
-pub use status::{EmployeeI9Status, I9Status};
+pub use attestation::Attestation;
+pub use status::{EmployeeI9Status, I9Status, IllegalStep, Step};
 
 /// The edition of Form I-9 in force.
 pub const FORM_VERSION: &str = "01/20/25";

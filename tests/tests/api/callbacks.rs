@@ -80,7 +80,7 @@ async fn every_status_change_reaches_the_partner_signed_and_in_sequence() {
     i9_common::events::record_status_change(
         &mut tx,
         i9,
-        Some("Section 1 Incomplete"),
+        Some(i9_common::domain::I9Status::Section1Incomplete),
         &app.address,
     )
     .await

@@ -68,6 +68,16 @@ async fn create_answers_201_with_location_and_the_full_record() {
     assert_eq!(created["i9FormSection1Link"], Value::Null);
     let fetched = app.get_json(&location, &token).await;
     assert_eq!(fetched["profileId"], "EMP-2001");
+    // An employee without an I-9 links to its (empty) list of I-9s all the same.
+    let i9s = format!("/v1/i9s?employeeId={id}");
+    for record in [&created, &fetched] {
+        assert_eq!(
+            record["links"],
+            json!([{"rel": "self", "href": location}, {"rel": "i9s", "href": i9s}])
+        );
+    }
+    let list = app.get_json(&i9s, &token).await;
+    assert_eq!(list["searchResult"], json!([]), "{list}");
     let audit: (String, Option<String>) =
         sqlx::query_as("SELECT action, request_id FROM audit_log WHERE action = 'employee.create' AND resource_id = $1")
             .bind(id.to_string())

@@ -323,3 +323,51 @@ async fn steps_need_their_permission_and_visibility() {
     .await;
     assert_eq!(r.status(), 403, "the write scope is needed");
 }
+
+#[tokio::test]
+async fn concurrent_steps_on_one_i9_take_turns_and_an_illegal_one_writes_nothing() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let maria = app.employee_id("EMP-1001").await;
+    let i9 = app.insert_i9(maria, "Completed").await;
+    // Approve twice and park, all at once: each is judged on the status the
+    // one before left (docs/api.md, "The I-9's states").
+    let (a, b, c) = tokio::join!(
+        step(&app, &token, i9, "approve", None),
+        step(&app, &token, i9, "approve", None),
+        step(&app, &token, i9, "park", None),
+    );
+    let mut codes = [
+        a.status().as_u16(),
+        b.status().as_u16(),
+        c.status().as_u16(),
+    ];
+    codes.sort_unstable();
+    // Exactly one step won: the first approval (then the rest are refused) or
+    // the park (then both approvals are).
+    assert_eq!(codes, [200, 409, 409]);
+    let actions: Vec<String> = sqlx::query_scalar(
+        "SELECT action FROM audit_log
+         WHERE resource_type = 'i9' AND resource_id = $1 AND action LIKE 'i9.%'",
+    )
+    .bind(i9.to_string())
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        actions.len(),
+        1,
+        "one audit entry, of the step that won: {actions:?}"
+    );
+    let final_status: String = sqlx::query_scalar("SELECT status FROM i9s WHERE id = $1")
+        .bind(i9)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    let expected = if actions[0] == "i9.approve" {
+        "Approved"
+    } else {
+        "Parked"
+    };
+    assert_eq!(final_status, expected);
+}

@@ -19,7 +19,7 @@ async fn stack_sending_to(smtp: &TestSmtp, trust_ca: bool) -> TestApp {
             ..Stack::default()
         },
         move |c| {
-            c.smtp_url = Some(url);
+            c.smtp_url = Some(url.into());
             c.smtp_ca_file = ca;
         },
     )

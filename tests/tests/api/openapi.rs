@@ -89,3 +89,96 @@ fn documented_query_parameters_are_exactly_the_accepted_ones() {
     assert_eq!(documented("/v1/users"), accepted(users::FILTERS));
     assert_eq!(documented("/v1/roles"), accepted(roles::FILTERS));
 }
+
+/// Links and tools name operations by `operationId`: two operations under one
+/// id made schemathesis follow links to the wrong one. And every JSON body is
+/// closed, as the server refuses members it does not know (422).
+#[test]
+fn operation_ids_are_unique_and_json_bodies_are_closed() {
+    let doc = serde_json::to_value(openapi::document()).unwrap();
+    let mut ids = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let id = op["operationId"].as_str().unwrap_or_default().to_owned();
+            assert!(
+                ids.insert(id.clone()),
+                "{method} {path}: operationId {id:?} repeated"
+            );
+            let Some(schema) =
+                op["requestBody"]["content"]["application/json"]["schema"].as_object()
+            else {
+                continue;
+            };
+            let refs: Vec<&str> = std::iter::once(schema)
+                .chain(
+                    schema
+                        .get("oneOf")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_object),
+                )
+                .filter_map(|s| s.get("$ref").and_then(Value::as_str))
+                .collect();
+            assert!(!refs.is_empty(), "{method} {path}: body is a component");
+            for r in refs {
+                let name = r.trim_start_matches("#/components/schemas/");
+                assert_eq!(
+                    doc["components"]["schemas"][name]["additionalProperties"],
+                    Value::Bool(false),
+                    "{method} {path}: {name} is closed"
+                );
+            }
+        }
+    }
+}
+
+/// The date and SSN patterns the document states accept exactly what the
+/// server's parsers accept: every day of a leap and a common year and of a
+/// century, both spellings, white space around, and near misses.
+#[test]
+fn the_date_and_ssn_patterns_are_the_parsers_rules() {
+    use i9_common::domain::{
+        fields::{date_pattern, ssn_pattern},
+        parse_date, Ssn,
+    };
+    let date = regex::Regex::new(&date_pattern()).unwrap();
+    let mut samples = vec![
+        " 2026-01-05\t".to_owned(),
+        "2026-1-05".to_owned(),
+        "2026/01/05".to_owned(),
+        "01/05/26".to_owned(),
+        "09/0//5126".to_owned(),
+        "".to_owned(),
+    ];
+    for year in [2024, 2023, 1900, 2000] {
+        for month in 0..=13 {
+            for day in 0..=32 {
+                samples.push(format!("{year:04}-{month:02}-{day:02}"));
+                samples.push(format!("{month:02}/{day:02}/{year:04}"));
+            }
+        }
+    }
+    for s in &samples {
+        assert_eq!(date.is_match(s), parse_date(s).is_ok(), "date {s:?}");
+    }
+    let ssn = regex::Regex::new(&ssn_pattern()).unwrap();
+    for s in [
+        "123-45-6789",
+        " 123-45-6789 ",
+        "000-45-6789",
+        "666-45-6789",
+        "665-45-6789",
+        "667-45-6789",
+        "900-45-6789",
+        "899-45-6789",
+        "123-00-6789",
+        "123-45-0000",
+        "123-45-0001",
+        "001-01-0001",
+        "123456789",
+        "123-45-678",
+    ] {
+        assert_eq!(ssn.is_match(s), Ssn::parse(s.trim()).is_ok(), "ssn {s:?}");
+    }
+}

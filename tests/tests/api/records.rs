@@ -306,7 +306,12 @@ async fn every_resource_has_the_fields_and_types_of_the_specification() {
     );
     assert_eq!(
         employee["links"][1],
-        serde_json::json!({"rel": "i9s", "href": format!("/v1/i9s/{i9}")})
+        serde_json::json!({"rel": "i9s", "href": format!("/v1/i9s?employeeId={maria}")}),
+        "the list of the employee's I-9s, always"
+    );
+    assert_eq!(
+        employee["links"][2],
+        serde_json::json!({"rel": "i9", "href": format!("/v1/i9s/{i9}")})
     );
     assert_eq!(
         employee["i9FormSection1Link"],

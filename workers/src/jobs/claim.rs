@@ -77,6 +77,13 @@ pub enum Claim {
     Busy { lapses_in: Duration },
 }
 
+/// A claim held by someone else: whether its effect is done, and when it
+/// lapses.
+struct Held {
+    done: bool,
+    lapses_in_secs: f64,
+}
+
 /// Claim `key` (the job id, or for a callback the event id) for `hold`,
 /// which must outlast the effect's own time limit.
 pub async fn claim(
@@ -85,32 +92,36 @@ pub async fn claim(
     kind: &str,
     hold: Duration,
 ) -> Result<Claim, sqlx::Error> {
-    let claimed: Option<bool> = sqlx::query_scalar(
-        "INSERT INTO processed_jobs AS p (job_id, kind, processed_at, claimed_until)
+    let claimed = sqlx::query_scalar!(
+        r#"INSERT INTO processed_jobs AS p (job_id, kind, processed_at, claimed_until)
          VALUES ($1, $2, NULL, now() + make_interval(secs => $3))
          ON CONFLICT (job_id) DO UPDATE SET claimed_until = EXCLUDED.claimed_until
            WHERE p.processed_at IS NULL AND p.claimed_until <= now()
-         RETURNING true",
+         RETURNING true AS "claimed!""#,
+        key,
+        kind,
+        hold.as_secs_f64(),
     )
-    .bind(key)
-    .bind(kind)
-    .bind(hold.as_secs_f64())
     .fetch_optional(pool)
     .await?;
     if claimed.is_some() {
         return Ok(Claim::Mine);
     }
-    let held: Option<(bool, f64)> = sqlx::query_as(
-        "SELECT processed_at IS NOT NULL,
-                GREATEST(extract(epoch FROM claimed_until - now()), 0)::float8
-         FROM processed_jobs WHERE job_id = $1",
+    let held = sqlx::query_as!(
+        Held,
+        r#"SELECT processed_at IS NOT NULL AS "done!",
+                GREATEST(extract(epoch FROM claimed_until - now()), 0)::float8 AS "lapses_in_secs!"
+         FROM processed_jobs WHERE job_id = $1"#,
+        key,
     )
-    .bind(key)
     .fetch_optional(pool)
     .await?;
     Ok(match held {
-        Some((true, _)) => Claim::Done,
-        Some((false, secs)) => Claim::Busy {
+        Some(Held { done: true, .. }) => Claim::Done,
+        Some(Held {
+            done: false,
+            lapses_in_secs: secs,
+        }) => Claim::Busy {
             lapses_in: Duration::from_secs_f64(secs.clamp(0.0, hold.as_secs_f64())),
         },
         // Purged between the two statements: as good as lapsed.
@@ -123,23 +134,23 @@ pub async fn claim(
 /// Give up a claim after a failed attempt, so the retry need not wait for it
 /// to lapse. Best effort: a claim not released lapses by itself.
 pub async fn release(pool: &PgPool, key: Uuid) {
-    let _ = sqlx::query(
+    let _ = sqlx::query!(
         "UPDATE processed_jobs SET claimed_until = now() WHERE job_id = $1 AND processed_at IS NULL",
+        key,
     )
-    .bind(key)
     .execute(pool)
     .await;
 }
 
 /// Mark `key` done, in the caller's transaction (with the effect's other records).
 pub async fn done(conn: &mut PgConnection, key: Uuid, kind: &str) -> Result<(), sqlx::Error> {
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO processed_jobs (job_id, kind, processed_at) VALUES ($1, $2, now())
          ON CONFLICT (job_id) DO UPDATE SET processed_at = now(), claimed_until = NULL
            WHERE processed_jobs.processed_at IS NULL",
+        key,
+        kind,
     )
-    .bind(key)
-    .bind(kind)
     .execute(conn)
     .await?;
     Ok(())

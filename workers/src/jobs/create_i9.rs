@@ -1,14 +1,17 @@
 //! `create_i9`: create the I-9 an API write requested.
 //!
-//! Reads and writes `i9_requests`, `i9s`, `employees` (read), the outbox (the
+//! Reads and writes `i9_requests`, `i9s` (through `i9_common::models::i9`,
+//! which also records the partner event), `employees` (read), the outbox (the
 //! remote-hire email) and `processed_jobs`, all in one transaction.
 
-use chrono::{NaiveDate, Utc};
+use chrono::NaiveDate;
 use i9_common::{
     crypto::Purpose,
-    domain::{calendar::business_days_after, FORM_VERSION},
-    events,
     jobs::Job,
+    models::{
+        i9::{self, NewI9},
+        WriteError,
+    },
     outbox,
 };
 use uuid::Uuid;
@@ -105,52 +108,39 @@ pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
         }
         None => None,
     };
-    let inserted: Result<i64, sqlx::Error> = sqlx::query_scalar(
-        "INSERT INTO i9s (employee_id, employment_period_id, status, remote, onboarding_type, form_version,
-                          date_created, date_due, start_date, first_name, last_name, middle_initial, other_name,
-                          date_of_birth, ssn_ciphertext, ssn_last4, email_address, phone_number,
-                          address_street, address_apartment, address_city, address_state, address_zip)
-         VALUES ($1, $2, 'Section 1 Incomplete', $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-                 $17, $18, $19, $20, $21, $22)
-         RETURNING id",
-    )
-    .bind(employee_id)
-    .bind(period)
-    .bind(remote)
-    .bind(&onboarding)
-    .bind(FORM_VERSION)
-    .bind(Utc::now())
-    .bind(start.map(|s| business_days_after(s, 3)))
-    .bind(start)
-    .bind(&first)
-    .bind(&last)
-    .bind(middle.as_deref().and_then(|m| m.chars().next()).map(|c| c.to_string()))
-    .bind(&other)
-    .bind(dob)
-    .bind(ssn)
-    .bind(&ssn_last4)
-    .bind(&email)
-    .bind(&phone)
-    .bind(&street)
-    .bind(&apt)
-    .bind(&city)
-    .bind(&state)
-    .bind(&zip)
-    .fetch_one(&mut *tx)
-    .await;
-    let i9_id = match inserted {
+    let new = NewI9 {
+        employee_id,
+        employment_period_id: period,
+        remote,
+        onboarding_type: onboarding,
+        start_date: start,
+        first_name: first,
+        last_name: last,
+        middle_name: middle,
+        other_name: other,
+        date_of_birth: dob,
+        ssn_ciphertext: ssn,
+        ssn_last4,
+        email_address: email,
+        phone_number: phone,
+        address_street: street,
+        address_apartment: apt,
+        address_city: city,
+        address_state: state,
+        address_zip: zip,
+    };
+    let i9_id = match i9::create(&mut tx, &new, &ctx.config.public_base_url).await {
         Ok(id) => id,
-        Err(sqlx::Error::Database(db)) if db.constraint() == Some("i9s_one_open_per_employee") => {
+        Err(WriteError::Conflict(_)) => {
             // Another way opened an I-9 meanwhile: the request is answered by it.
             drop(tx);
             let mut tx = ctx.pool.begin().await?;
-            let open: i64 = sqlx::query_scalar(
-                "SELECT id FROM i9s WHERE employee_id = $1
-                   AND status IN ('Section 1 Incomplete', 'Signed Sec 1', 'Signed Sec 2')",
-            )
-            .bind(employee_id)
-            .fetch_one(&mut *tx)
-            .await?;
+            let Some(open) = i9::open_of(&mut tx, employee_id).await? else {
+                // Closed again since: the job's next delivery creates one.
+                return Err(JobError::Retryable(anyhow::anyhow!(
+                    "the open I-9 of employee {employee_id} closed meanwhile"
+                )));
+            };
             sqlx::query("UPDATE i9_requests SET i9_id = $2 WHERE id = $1 AND i9_id IS NULL")
                 .bind(request_id)
                 .bind(open)
@@ -165,7 +155,8 @@ pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
             );
             return Ok(());
         }
-        Err(e) => return Err(e.into()),
+        Err(WriteError::Database(e)) => return Err(e.into()),
+        Err(e) => return Err(JobError::Fatal(e.into())),
     };
     sqlx::query("UPDATE i9_requests SET i9_id = $2 WHERE id = $1")
         .bind(request_id)
@@ -175,7 +166,6 @@ pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
     if remote {
         outbox::enqueue(&mut tx, Job::SendRemoteHireEmail { request_id }).await?;
     }
-    events::record_status_change(&mut tx, i9_id, None, &ctx.config.public_base_url).await?;
     mark_done(&mut tx, job_id, KIND).await?;
     tx.commit().await?;
     tracing::info!(i9_id, employee_id, remote, "I-9 created");

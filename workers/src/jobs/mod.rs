@@ -92,10 +92,10 @@ pub async fn handle(ctx: &Context, env: &Envelope) -> JobResult {
 /// an operator looks.
 pub async fn on_dead_letter(ctx: &Context, env: &Envelope) {
     if let Job::PostStatusCallback { event_id } = &env.job {
-        let r = sqlx::query(
+        let r = sqlx::query!(
             "UPDATE partner_events SET dead_at = now() WHERE id = $1 AND delivered_at IS NULL",
+            event_id,
         )
-        .bind(event_id)
         .execute(&ctx.pool)
         .await;
         if let Err(e) = r {
@@ -106,10 +106,10 @@ pub async fn on_dead_letter(ctx: &Context, env: &Envelope) {
 
 /// Whether `job_id` has already taken effect.
 pub async fn already_done(conn: &mut PgConnection, job_id: Uuid) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM processed_jobs WHERE job_id = $1 AND processed_at IS NOT NULL)",
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM processed_jobs WHERE job_id = $1 AND processed_at IS NOT NULL) AS "done!""#,
+        job_id,
     )
-    .bind(job_id)
     .fetch_one(conn)
     .await
 }

@@ -31,18 +31,37 @@ use crate::{
 
 pub const KIND: &str = "post_status_callback";
 
+/// A partner event, whether it was delivered, and where and with what its
+/// partner's callbacks are sent.
+struct EventRow {
+    payload: serde_json::Value,
+    delivered: bool,
+    integration_hr_url: Option<String>,
+    signing_secret_ciphertext: Option<Vec<u8>>,
+    client_id: i64,
+}
+
 pub async fn run(ctx: &Context, event_id: Uuid) -> JobResult {
-    let row: Option<(serde_json::Value, bool, Option<String>, Option<Vec<u8>>, i64)> = sqlx::query_as(
-        "SELECT ev.payload, ev.delivered_at IS NOT NULL, c.integration_hr_url, c.signing_secret_ciphertext, c.id
+    let row = sqlx::query_as!(
+        EventRow,
+        r#"SELECT ev.payload, ev.delivered_at IS NOT NULL AS "delivered!", c.integration_hr_url,
+                c.signing_secret_ciphertext, c.id AS client_id
          FROM partner_events ev
          JOIN employees e ON e.id = ev.employee_id
          JOIN oauth_clients c ON c.id = e.integration_client_id
-         WHERE ev.id = $1",
+         WHERE ev.id = $1"#,
+        event_id,
     )
-    .bind(event_id)
     .fetch_optional(&ctx.pool)
     .await?;
-    let Some((payload, delivered, url, secret, client)) = row else {
+    let Some(EventRow {
+        payload,
+        delivered,
+        integration_hr_url: url,
+        signing_secret_ciphertext: secret,
+        client_id: client,
+    }) = row
+    else {
         return Err(JobError::Fatal(anyhow::anyhow!(
             "partner event {event_id} does not exist"
         )));
@@ -86,18 +105,22 @@ pub async fn run(ctx: &Context, event_id: Uuid) -> JobResult {
     // database is unavailable: a delivered event must not be posted again.
     let recorded = claim::until_recorded(claim::RECORD_PATIENCE, || async {
         let mut tx = ctx.pool.begin().await?;
-        sqlx::query("INSERT INTO callback_attempts (event_id, http_status, duration_ms, error) VALUES ($1, $2, $3, $4)")
-            .bind(event_id)
-            .bind(status)
-            .bind(elapsed)
-            .bind(&error)
+        sqlx::query!(
+            "INSERT INTO callback_attempts (event_id, http_status, duration_ms, error) VALUES ($1, $2, $3, $4)",
+            event_id,
+            status,
+            elapsed,
+            error.as_deref(),
+        )
+        .execute(&mut *tx)
+        .await?;
+        if delivered {
+            sqlx::query!(
+                "UPDATE partner_events SET delivered_at = now(), dead_at = NULL WHERE id = $1",
+                event_id,
+            )
             .execute(&mut *tx)
             .await?;
-        if delivered {
-            sqlx::query("UPDATE partner_events SET delivered_at = now(), dead_at = NULL WHERE id = $1")
-                .bind(event_id)
-                .execute(&mut *tx)
-                .await?;
             claim::done(&mut tx, event_id, KIND).await?;
         }
         tx.commit().await

@@ -25,14 +25,27 @@ pub async fn run(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
     claim::finish(&ctx.pool, job_id, KIND, sent).await
 }
 
+/// The user a login email goes to.
+struct Recipient {
+    login: String,
+    first_name: String,
+    email_address: Option<String>,
+}
+
 async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
-    let user: Option<(String, String, Option<String>)> = sqlx::query_as(
+    let user = sqlx::query_as!(
+        Recipient,
         "SELECT login, first_name, email_address FROM users WHERE id = $1 AND NOT retired",
+        user_id,
     )
-    .bind(user_id)
     .fetch_optional(&ctx.pool)
     .await?;
-    let Some((login, first_name, Some(to))) = user else {
+    let Some(Recipient {
+        login,
+        first_name,
+        email_address: Some(to),
+    }) = user
+    else {
         return Err(JobError::Fatal(anyhow::anyhow!(
             "user {user_id} is gone, retired or has no email address"
         )));
@@ -43,12 +56,12 @@ async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
     let expires = Utc::now()
         + chrono::Duration::from_std(ctx.config.password_link_ttl)
             .unwrap_or(chrono::Duration::hours(72));
-    sqlx::query(
+    sqlx::query!(
         "INSERT INTO password_set_tokens (token_hash, user_id, expires_at) VALUES ($1, $2, $3)",
+        token_hash(&token),
+        user_id,
+        expires,
     )
-    .bind(token_hash(&token))
-    .bind(user_id)
-    .bind(expires)
     .execute(&ctx.pool)
     .await?;
     let link = links::set_password(&ctx.config.public_base_url, &token);

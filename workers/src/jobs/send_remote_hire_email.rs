@@ -24,15 +24,31 @@ pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
     claim::finish(&ctx.pool, job_id, KIND, sent).await
 }
 
+/// The employee a remote-hire email goes to, and the Section 1 link's token
+/// (encrypted).
+struct Recipient {
+    section1_token_ciphertext: Vec<u8>,
+    first_name: String,
+    email_address: Option<String>,
+    language_preference: Option<i16>,
+}
+
 async fn send(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
-    let row: Option<(Vec<u8>, String, Option<String>, Option<i16>)> = sqlx::query_as(
+    let row = sqlx::query_as!(
+        Recipient,
         "SELECT r.section1_token_ciphertext, e.first_name, e.email_address, e.language_preference
          FROM i9_requests r JOIN employees e ON e.id = r.employee_id WHERE r.id = $1",
+        request_id,
     )
-    .bind(request_id)
     .fetch_optional(&ctx.pool)
     .await?;
-    let Some((token_ct, first_name, Some(to), language)) = row else {
+    let Some(Recipient {
+        section1_token_ciphertext: token_ct,
+        first_name,
+        email_address: Some(to),
+        language_preference: language,
+    }) = row
+    else {
         return Err(JobError::Fatal(anyhow::anyhow!(
             "I-9 request {request_id} is gone or its employee has no email address"
         )));

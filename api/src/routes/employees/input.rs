@@ -1,651 +1,685 @@
-//! The body of `POST /v1/employees` and `PATCH /v1/employees/{id}`, parsed
-//! and checked field by field against the specification's parameter table.
-//! Every problem is collected, so one 422 names every invalid field. Values
-//! never appear in an error (they may be a social security number).
+//! The bodies of `POST /v1/employees`, `PATCH /v1/employees/{id}` and the
+//! partner operation (`POST /v1/partners/i9s/section1`): one type each,
+//! whose fields are the specification's parameter table and whose schema is
+//! the OpenAPI document's. Each field is read as a [`Field`] of its domain
+//! type (`i9_common::domain::fields`, where the limits live), so reading a
+//! body never fails on a value: [`EmployeeCreate::check`] and its siblings
+//! then name every bad field at once. Values never appear in an error (they
+//! may be a social security number).
 
-use chrono::NaiveDate;
 use i9_common::{
     destination::{self, UrlProblem},
-    domain::{parse_date, Ssn, SsnError},
-};
-use serde_json::Value;
-
-use crate::error::FieldError;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operation {
-    Create,
-    Update,
-    /// `POST /v1/partners/i9s/section1` (the I column of the table).
-    /// `allow_http`: `employeeReturnUrl` may be http as well as https
-    /// (`ALLOW_PRIVATE_CALLBACKS`, local runs; `common/src/destination.rs`).
-    Partner {
-        allow_http: bool,
+    domain::{
+        fields::{
+            CalendarDate, CandidateId, City, Country, Custom, EmployeeEmail, Extension, Id,
+            JobTitle, MiddleName, NotificationEmail, OtherName, PersonName, Phone, ProfileId,
+            ReturnUrl, State, Street, Yes, Zip,
+        },
+        Field, I9Choice, Invalid, Language, OnboardingType, Required, Ssn,
     },
-}
+    models::employee::{EmployeeFields, LoginWish, Period},
+};
+use std::{collections::BTreeSet, sync::OnceLock};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Req {
-    Required,
-    Optional,
-    NotAccepted,
-}
+use serde::Deserialize;
+use utoipa::{PartialSchema, ToSchema};
 
-#[derive(Debug, Clone, Copy)]
-enum Kind {
-    Text(usize),
-    Email(usize),
-    Date,
-    Int,
-    Language,
-    Ssn,
-    Bool,
-    I9Choice,
-    Rehire,
-    Onboarding,
-    Url(usize),
-}
+use crate::{
+    body::{properties, RequestBody},
+    error::FieldError,
+};
 
-/// Where a field goes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Target {
-    /// A column of `employees`.
-    Column(&'static str),
-    /// A column of the current `employment_periods` row.
-    Period(&'static str),
-    Ssn,
-    /// A request flag, not stored.
-    Flag,
-}
-
-struct Field {
-    name: &'static str,
-    kind: Kind,
-    target: Target,
-    post: Req,
-    patch: Req,
-}
-
-const fn f(name: &'static str, kind: Kind, target: Target, post: Req, patch: Req) -> Field {
-    Field {
-        name,
-        kind,
-        target,
-        post,
-        patch,
-    }
-}
-
-const fn text(name: &'static str, max: usize, column: &'static str) -> Field {
-    f(
-        name,
-        Kind::Text(max),
-        Target::Column(column),
-        Req::Optional,
-        Req::Optional,
-    )
-}
-
-use Req::{NotAccepted as NA, Optional as O, Required as R};
-
-/// The parameter table of the specification (P and U columns).
-const FIELDS: &[Field] = &[
-    f("id", Kind::Int, Target::Flag, O, O),
-    f(
-        "firstName",
-        Kind::Text(40),
-        Target::Column("first_name"),
-        R,
-        R,
-    ),
-    f(
-        "lastName",
-        Kind::Text(40),
-        Target::Column("last_name"),
-        R,
-        R,
-    ),
-    text("middleName", 25, "middle_name"),
-    f("socialSecurityNumber", Kind::Ssn, Target::Ssn, O, O),
-    f(
-        "dateOfBirth",
-        Kind::Date,
-        Target::Column("date_of_birth"),
-        O,
-        O,
-    ),
-    f("startDate", Kind::Date, Target::Period("start_date"), O, O),
-    text("profileId", 30, "profile_id"),
-    text("otherName", 40, "other_name"),
-    text("jobTitle", 80, "job_title"),
-    f(
-        "emailAddress",
-        Kind::Email(80),
-        Target::Column("email_address"),
-        O,
-        O,
-    ),
-    f("locationId", Kind::Int, Target::Column("location_id"), R, R),
-    f(
-        "legalEntity",
-        Kind::Int,
-        Target::Column("legal_entity_id"),
-        O,
-        O,
-    ),
-    f(
-        "terminatedDate",
-        Kind::Date,
-        Target::Period("terminated_date"),
-        O,
-        O,
-    ),
-    f(
-        "languagePreference",
-        Kind::Language,
-        Target::Column("language_preference"),
-        O,
-        O,
-    ),
-    text("custom1", 255, "custom1"),
-    text("custom2", 255, "custom2"),
-    text("custom3", 255, "custom3"),
-    text("custom4", 255, "custom4"),
-    text("custom5", 255, "custom5"),
-    text("custom6", 255, "custom6"),
-    text("custom7", 255, "custom7"),
-    text("custom8", 255, "custom8"),
-    f(
-        "notificationEmail1",
-        Kind::Email(255),
-        Target::Column("notification_email1"),
-        O,
-        O,
-    ),
-    f(
-        "notificationEmail2",
-        Kind::Email(255),
-        Target::Column("notification_email2"),
-        O,
-        O,
-    ),
-    text("addressStreet", 80, "address_street"),
-    text("addressStreet2", 80, "address_street2"),
-    text("addressApartment", 80, "address_apartment"),
-    text("addressCity", 50, "address_city"),
-    text("addressState", 20, "address_state"),
-    text("addressCountry", 50, "address_country"),
-    text("addressZip", 10, "address_zip"),
-    text("workNumber", 20, "work_number"),
-    text("workExtension", 10, "work_extension"),
-    text("homeNumber", 20, "home_number"),
-    text("homeExtension", 10, "home_extension"),
-    text("cellNumber", 20, "cell_number"),
-    text("cellExtension", 10, "cell_extension"),
-    f("createLogin", Kind::Bool, Target::Flag, O, O),
-    f("sendLoginEmail", Kind::Bool, Target::Flag, O, O),
-    f("createI9", Kind::I9Choice, Target::Flag, O, O),
-    f("createRemotehireI9", Kind::I9Choice, Target::Flag, O, O),
-    f("rehire", Kind::Rehire, Target::Flag, NA, O),
-    // The partner operation's own fields.
-    f(
-        "integrationCandidateId",
-        Kind::Text(50),
-        Target::Flag,
-        NA,
-        NA,
-    ),
-    f("onboardingType", Kind::Onboarding, Target::Flag, NA, NA),
-    f("employeeReturnUrl", Kind::Url(255), Target::Flag, NA, NA),
-];
-
-/// The partner operation's column (I) of the table.
-fn partner_req(name: &str) -> Req {
-    match name {
-        "firstName"
-        | "lastName"
-        | "startDate"
-        | "emailAddress"
-        | "locationId"
-        | "integrationCandidateId"
-        | "onboardingType" => R,
-        "terminatedDate" | "createLogin" | "sendLoginEmail" | "createI9" | "createRemotehireI9"
-        | "rehire" => NA,
-        _ => O,
-    }
-}
-
-fn req(fd: &Field, op: Operation) -> Req {
-    match op {
-        Operation::Create => fd.post,
-        Operation::Update => fd.patch,
-        Operation::Partner { .. } => partner_req(fd.name),
-    }
-}
-
-/// Another accepted spelling (docs/api.md, "Writing employees").
-const ALIASES: &[(&str, &str)] = &[("createRemoteHireI9", "createRemotehireI9")];
-
-/// Every field name the write operations know, for the OpenAPI document and errors.
-pub fn accepted(op: Operation) -> Vec<&'static str> {
-    FIELDS
-        .iter()
-        .filter(|fd| req(fd, op) != NA)
-        .map(|fd| fd.name)
-        .collect()
-}
-
-/// A typed column value.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ColumnValue {
-    Text(Option<String>),
-    Date(Option<NaiveDate>),
-    Int(Option<i64>),
-    SmallInt(Option<i16>),
-}
-
-/// `yes` or `if allowed`, for an on-site or a remote-hire I-9.
+/// `createI9` or `createRemotehireI9`: an on-site or a remote-hire I-9.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct I9Wish {
-    pub remote: bool,
+    pub onboarding: OnboardingType,
     /// `if allowed`: add the I-9 only when the employee has no open one.
     pub if_allowed: bool,
 }
 
-/// A checked request body.
+/// A checked `POST` or `PATCH` body.
 #[derive(Debug, Default)]
-pub struct EmployeeInput {
-    /// Columns of `employees` to set, in table order.
-    pub columns: Vec<(&'static str, ColumnValue)>,
-    /// `Some(None)` clears the SSN.
-    pub ssn: Option<Option<Ssn>>,
-    pub start_date: Option<Option<NaiveDate>>,
-    pub terminated_date: Option<Option<NaiveDate>>,
+pub struct EmployeeChange {
+    pub fields: EmployeeFields,
+    /// `None`: absent (leave the period's as it is); `Some(None)`: clear.
+    pub start_date: Option<Option<chrono::NaiveDate>>,
+    pub terminated_date: Option<Option<chrono::NaiveDate>>,
+    /// The `id` of the body (PATCH: must match the path's).
     pub id: Option<i64>,
-    pub create_login: bool,
-    pub send_login_email: bool,
+    pub login: LoginWish,
     pub i9: Option<I9Wish>,
     pub rehire: bool,
-    /// Partner operation: the partner's candidate key.
-    pub candidate_id: Option<String>,
-    /// Partner operation: `remote` (true) or `on-site` (false).
-    pub onboarding_remote: Option<bool>,
-    /// Partner operation: where the employee goes after signing Section 1.
-    pub return_url: Option<String>,
 }
 
-impl EmployeeInput {
-    pub fn column(&self, name: &str) -> Option<&ColumnValue> {
-        self.columns
-            .iter()
-            .find(|(c, _)| *c == name)
-            .map(|(_, v)| v)
-    }
-
-    pub fn int(&self, name: &str) -> Option<Option<i64>> {
-        match self.column(name) {
-            Some(ColumnValue::Int(v)) => Some(*v),
-            _ => None,
+impl EmployeeChange {
+    /// The period the body states, where it states one.
+    pub fn period(&self) -> Period {
+        Period {
+            start: self.start_date.flatten(),
+            terminated: self.terminated_date.flatten(),
         }
     }
 
-    pub fn text(&self, name: &str) -> Option<Option<&str>> {
-        match self.column(name) {
-            Some(ColumnValue::Text(v)) => Some(v.as_deref()),
-            _ => None,
-        }
-    }
-
-    /// The names of the fields this request sets (for the audit log: names, never values).
-    pub fn field_names(&self) -> Vec<&'static str> {
-        let mut names: Vec<&'static str> = self.columns.iter().map(|(c, _)| *c).collect();
-        if self.ssn.is_some() {
-            names.push("ssn");
-        }
+    /// For the audit log: the names of the fields set and the choices made.
+    pub fn audit_detail(&self) -> serde_json::Value {
+        let mut names = self.fields.names();
         if self.start_date.is_some() {
             names.push("start_date");
         }
         if self.terminated_date.is_some() {
             names.push("terminated_date");
         }
-        names
+        serde_json::json!({
+            "fields": names,
+            "i9": self.i9.map(|w| w.onboarding.as_str()),
+            "createLogin": self.login.create,
+            "sendLoginEmail": self.login.send_email,
+            "rehire": self.rehire,
+        })
     }
 }
 
-fn type_error(name: &str, what: &str) -> FieldError {
-    FieldError::new(name, "invalid_type", format!("Must be {what}."))
+/// Collects the problems of a body, each under the field's name.
+#[derive(Default)]
+struct Problems(Vec<FieldError>);
+
+impl Problems {
+    fn push(&mut self, field: &str, e: Invalid) {
+        self.0.push(FieldError::new(field, e.code, e.message));
+    }
+
+    /// Absent, null or a value; a bad value is noted and read as absent.
+    fn patch<T>(&mut self, name: &str, f: Field<T>) -> Option<Option<T>> {
+        f.patch().unwrap_or_else(|e| {
+            self.push(name, e);
+            None
+        })
+    }
+
+    fn required<T>(&mut self, name: &str, f: Required<T>) -> Option<T> {
+        f.get().map_err(|e| self.push(name, e)).ok()
+    }
+
+    fn optional<T>(&mut self, name: &str, f: Field<T>) -> Option<T> {
+        f.optional().map_err(|e| self.push(name, e)).ok().flatten()
+    }
+
+    fn date(&mut self, name: &str, f: Field<CalendarDate>) -> Option<Option<chrono::NaiveDate>> {
+        self.patch(name, f).map(|d| d.map(|d| d.0))
+    }
+
+    fn finish<T>(self, value: T) -> Result<T, Vec<FieldError>> {
+        if self.0.is_empty() {
+            Ok(value)
+        } else {
+            Err(self.0)
+        }
+    }
 }
 
-/// Parse a JSON body. `Err` holds every problem found.
-pub fn parse(body: &Value, op: Operation) -> Result<EmployeeInput, Vec<FieldError>> {
-    let Some(obj) = body.as_object() else {
-        return Err(vec![FieldError::new(
-            "body",
-            "invalid_type",
-            "The body must be a JSON object.",
-        )]);
+/// The body of `POST /v1/employees`: the writable fields of an employee and
+/// the request's flags (docs/api.md, "Writing employees", explains each
+/// flag). A blank string means null.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(example = json!({
+    "firstName": "Ana", "lastName": "Diaz", "locationId": 3, "startDate": "2026-12-01",
+    "emailAddress": "ana.diaz@mail.example", "socialSecurityNumber": "123-45-6789", "createI9": "yes"
+}))]
+pub struct EmployeeCreate {
+    /// Ignored on create; on PATCH, must match the path's id.
+    #[serde(default)]
+    #[schema(inline)]
+    pub id: Field<Id>,
+    /// Required.
+    #[schema(inline)]
+    pub first_name: Required<PersonName>,
+    /// Required.
+    #[schema(inline)]
+    pub last_name: Required<PersonName>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub middle_name: Field<MiddleName>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub social_security_number: Field<Ssn>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub date_of_birth: Field<CalendarDate>,
+    /// The start of the current period of employment.
+    #[serde(default)]
+    #[schema(inline)]
+    pub start_date: Field<CalendarDate>,
+    /// The end of the current period of employment; not before `startDate`.
+    #[serde(default)]
+    #[schema(inline)]
+    pub terminated_date: Field<CalendarDate>,
+    /// The employer's own key for the employee; unique, case-insensitive.
+    #[serde(default)]
+    #[schema(inline)]
+    pub profile_id: Field<ProfileId>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub other_name: Field<OtherName>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub job_title: Field<JobTitle>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub email_address: Field<EmployeeEmail>,
+    /// The employee's group. Required.
+    #[schema(inline)]
+    pub location_id: Required<Id>,
+    /// The legal entity (EIN) that employs the employee.
+    #[serde(default)]
+    #[schema(inline)]
+    pub legal_entity: Field<Id>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub language_preference: Field<Language>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub custom1: Field<Custom>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub custom2: Field<Custom>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub custom3: Field<Custom>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub custom4: Field<Custom>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub custom5: Field<Custom>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub custom6: Field<Custom>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub custom7: Field<Custom>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub custom8: Field<Custom>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub notification_email1: Field<NotificationEmail>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub notification_email2: Field<NotificationEmail>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub address_street: Field<Street>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub address_street2: Field<Street>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub address_apartment: Field<Street>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub address_city: Field<City>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub address_state: Field<State>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub address_country: Field<Country>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub address_zip: Field<Zip>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub work_number: Field<Phone>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub work_extension: Field<Extension>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub home_number: Field<Phone>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub home_extension: Field<Extension>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub cell_number: Field<Phone>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub cell_extension: Field<Extension>,
+    /// Create a sign-in for the employee (login = `emailAddress`).
+    #[serde(default)]
+    #[schema(inline)]
+    pub create_login: Field<bool>,
+    /// Email the sign-in a one-time link to set a password.
+    #[serde(default)]
+    #[schema(inline)]
+    pub send_login_email: Field<bool>,
+    /// Start an on-site I-9: `yes`, or `if allowed` (only when the employee
+    /// has no open I-9). Not with `createRemotehireI9`.
+    #[serde(rename = "createI9")]
+    #[serde(default)]
+    #[schema(inline)]
+    pub create_i9: Field<I9Choice>,
+    /// Start a remote-hire I-9 (`yes` or `if allowed`); needs
+    /// `emailAddress`. Also accepted as `createRemoteHireI9`.
+    #[serde(rename = "createRemotehireI9")]
+    #[serde(default)]
+    #[schema(inline)]
+    pub create_remotehire_i9: Field<I9Choice>,
+    /// The other spelling of `createRemotehireI9`; give one of the two.
+    #[serde(rename = "createRemoteHireI9")]
+    #[serde(default)]
+    #[schema(inline)]
+    pub create_remote_hire_i9: Field<I9Choice>,
+}
+
+/// The rule across the I-9 flags that [`EmployeeCreate::check`] enforces and
+/// a derived schema cannot state, as a JSON Schema `not` (the OpenAPI
+/// document adds it to the create and update bodies): never both spellings
+/// of `createRemotehireI9` (whatever their values), and never a value in
+/// `createI9` together with one in `createRemotehireI9` (either spelling).
+pub fn i9_flags_rule() -> serde_json::Value {
+    let choice = serde_json::json!({ "enum": ["yes", "if allowed"] });
+    let both = |a: &str, b: &str| {
+        serde_json::json!({
+            "required": [a, b],
+            "properties": { a: choice, b: choice },
+        })
     };
-    let mut errors = Vec::new();
-    let mut input = EmployeeInput::default();
-    let mut choices: Vec<&'static str> = Vec::new();
-
-    // Unknown fields, and fields the operation does not accept.
-    for key in obj.keys() {
-        let canonical = ALIASES
-            .iter()
-            .find(|(a, _)| a == key)
-            .map_or(key.as_str(), |(_, c)| c);
-        match FIELDS.iter().find(|fd| fd.name == canonical) {
-            None => errors.push(FieldError::new(
-                key,
-                "unknown_field",
-                "Not a field of an employee.",
-            )),
-            Some(fd) => {
-                if req(fd, op) == NA {
-                    let msg = match (op, fd.name) {
-                        (Operation::Partner { .. }, _) => "The partner operation does not accept this field.",
-                        (_, "rehire") => "Re-hire an existing employee with PATCH /v1/employees/{id}.",
-                        _ => "Only the partner operation (POST /v1/partners/i9s/section1) accepts this field.",
-                    };
-                    errors.push(FieldError::new(key, "not_accepted", msg));
-                }
-            }
-        }
-    }
-    for (alias, canonical) in ALIASES {
-        if obj.contains_key(*alias) && obj.contains_key(*canonical) {
-            errors.push(FieldError::new(
-                *alias,
-                "repeated",
-                format!("Give {canonical} once."),
-            ));
-        }
-    }
-
-    for fd in FIELDS {
-        let req = req(fd, op);
-        if req == NA {
-            continue;
-        }
-        let (key, raw) = match obj.get(fd.name) {
-            Some(v) => (fd.name, Some(v)),
-            None => match ALIASES.iter().find(|(_, c)| *c == fd.name) {
-                Some((alias, _)) => (*alias, obj.get(*alias)),
-                None => (fd.name, None),
-            },
-        };
-        let value = match raw {
-            None => None,
-            Some(Value::Null) => Some(None),
-            Some(Value::String(s)) if s.trim().is_empty() && !matches!(fd.kind, Kind::Bool) => {
-                Some(None)
-            }
-            Some(v) => Some(Some(v)),
-        };
-        let value = match (value, req) {
-            (None | Some(None), Req::Required) => {
-                errors.push(FieldError::new(key, "required", "Required."));
-                continue;
-            }
-            (None, _) => continue,
-            (Some(v), _) => v,
-        };
-        if let Err(e) = apply(fd, key, value, op, &mut input, &mut choices) {
-            errors.push(e);
-        }
-    }
-
-    if choices.len() > 1 {
-        for c in &choices {
-            errors.push(FieldError::new(
-                *c,
-                "mutually_exclusive",
-                "createI9 and createRemotehireI9 cannot both be sent.",
-            ));
-        }
-    }
-    if op == Operation::Update && input.rehire && input.start_date.flatten().is_none() {
-        errors.push(FieldError::new(
-            "startDate",
-            "required",
-            "A re-hire needs the new startDate.",
-        ));
-    }
-    if let (Some(Some(start)), Some(Some(end))) = (input.start_date, input.terminated_date) {
-        if end < start {
-            errors.push(FieldError::new(
-                "terminatedDate",
-                "before_start",
-                "Must not be before startDate.",
-            ));
-        }
-    }
-    if errors.is_empty() {
-        Ok(input)
-    } else {
-        Err(errors)
-    }
-}
-
-fn text_value(fd: &Field, key: &str, value: Option<&Value>) -> Result<Option<String>, FieldError> {
-    match value {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.trim().to_owned())),
-        Some(_) => Err(type_error(key, "a string")),
-    }
-    .and_then(|v| match (v, fd.kind) {
-        (Some(s), Kind::Text(max) | Kind::Email(max)) if s.chars().count() > max => Err(
-            FieldError::new(key, "too_long", format!("At most {max} characters.")),
-        ),
-        (Some(s), Kind::Email(_))
-            if !email_address::EmailAddress::is_valid(&s) || !s.contains('.') =>
-        {
-            Err(FieldError::new(
-                key,
-                "invalid_format",
-                "Must be an email address.",
-            ))
-        }
-        (v, _) => Ok(v),
+    serde_json::json!({
+        "anyOf": [
+            { "required": ["createRemotehireI9", "createRemoteHireI9"] },
+            both("createI9", "createRemotehireI9"),
+            both("createI9", "createRemoteHireI9"),
+        ]
     })
 }
 
-fn apply(
-    fd: &Field,
-    key: &'static str,
-    value: Option<&Value>,
-    op: Operation,
-    input: &mut EmployeeInput,
-    choices: &mut Vec<&'static str>,
-) -> Result<(), FieldError> {
-    match fd.kind {
-        Kind::Text(_) | Kind::Email(_) => {
-            let v = text_value(fd, key, value)?;
-            match fd.target {
-                Target::Column(c) => input.columns.push((c, ColumnValue::Text(v))),
-                _ if fd.name == "integrationCandidateId" => input.candidate_id = v,
-                _ => {}
-            }
-        }
-        Kind::Onboarding => {
-            input.onboarding_remote = match value.and_then(Value::as_str) {
-                None if value.is_none() => None,
-                Some("remote") => Some(true),
-                Some("on-site") => Some(false),
-                _ => {
-                    return Err(FieldError::new(
-                        key,
-                        "invalid_value",
-                        "Must be \"on-site\" or \"remote\".",
-                    ));
-                }
-            };
-        }
-        Kind::Url(max) => {
-            input.return_url = match value {
-                None => None,
-                Some(Value::String(s)) => {
-                    let s = s.trim();
-                    if s.chars().count() > max {
-                        return Err(FieldError::new(
-                            key,
-                            "too_long",
-                            format!("At most {max} characters."),
-                        ));
-                    }
-                    let allow_http = matches!(op, Operation::Partner { allow_http: true });
-                    match destination::check_browser_url(s, allow_http) {
-                        Ok(()) => Some(s.to_owned()),
-                        Err(UrlProblem::HttpsRequired) => {
-                            return Err(FieldError::new(
-                                key,
-                                "https_required",
-                                "Must be an https URL.",
-                            ));
-                        }
-                        Err(UrlProblem::Credentials) => {
-                            return Err(FieldError::new(
-                                key,
-                                "credentials_in_url",
-                                "Must not hold a user name or password (user:password@).",
-                            ));
-                        }
-                        Err(_) => {
-                            return Err(FieldError::new(
-                                key,
-                                "invalid_format",
-                                if allow_http {
-                                    "Must be an absolute http(s) URL."
-                                } else {
-                                    "Must be an absolute https URL."
-                                },
-                            ));
-                        }
-                    }
-                }
-                Some(_) => return Err(type_error(key, "a string")),
-            };
-        }
-        Kind::Date => {
-            let d = match value {
-                None => None,
-                Some(Value::String(s)) => Some(parse_date(s).map_err(|e| {
-                    FieldError::new(
-                        key,
-                        "invalid_date",
-                        format!("{}.", capitalise(&e.to_string())),
-                    )
-                })?),
-                Some(_) => return Err(type_error(key, "a date string (YYYY-MM-DD or MM/DD/YYYY)")),
-            };
-            match fd.target {
-                Target::Column(c) => input.columns.push((c, ColumnValue::Date(d))),
-                Target::Period("start_date") => input.start_date = Some(d),
-                Target::Period(_) => input.terminated_date = Some(d),
-                _ => {}
-            }
-        }
-        Kind::Int => {
-            let n = match value {
-                None => None,
-                Some(v) => Some(
-                    v.as_i64()
-                        .filter(|n| *n > 0)
-                        .ok_or_else(|| type_error(key, "a positive integer"))?,
-                ),
-            };
-            match fd.target {
-                Target::Column(c) => input.columns.push((c, ColumnValue::Int(n))),
-                _ => input.id = n,
-            }
-        }
-        Kind::Language => {
-            let n = match value {
-                None => None,
-                Some(v) => Some(match v.as_i64() {
-                    Some(1) => 1,
-                    Some(2) => 2,
-                    _ => {
-                        return Err(FieldError::new(
-                            key,
-                            "invalid_value",
-                            "Must be 1 (English) or 2 (Spanish).",
-                        ))
-                    }
-                }),
-            };
-            if let Target::Column(c) = fd.target {
-                input.columns.push((c, ColumnValue::SmallInt(n)));
-            }
-        }
-        Kind::Ssn => {
-            input.ssn = Some(match value {
-                None => None,
-                Some(Value::String(s)) => Some(Ssn::parse(s.trim()).map_err(|e| match e {
-                    SsnError::Format => {
-                        FieldError::new(key, "invalid_format", "Must be written ###-##-####.")
-                    }
-                    SsnError::Invalid => {
-                        FieldError::new(key, "invalid_value", "Is not a number the SSA issues.")
-                    }
-                })?),
-                Some(_) => return Err(type_error(key, "a string written ###-##-####")),
-            });
-        }
-        Kind::Bool => {
-            let b = match value {
-                None => false,
-                Some(Value::Bool(b)) => *b,
-                Some(_) => return Err(type_error(key, "true or false")),
-            };
-            match fd.name {
-                "createLogin" => input.create_login = b,
-                _ => input.send_login_email = b,
-            }
-        }
-        Kind::I9Choice => {
-            let Some(v) = value else { return Ok(()) };
-            let if_allowed = match v.as_str() {
-                Some("yes") => false,
-                Some("if allowed") => true,
-                _ => {
-                    return Err(FieldError::new(
-                        key,
-                        "invalid_value",
-                        "Must be \"yes\" or \"if allowed\" (lower case).",
-                    ))
-                }
-            };
-            choices.push(key);
-            input.i9 = Some(I9Wish {
-                remote: fd.name == "createRemotehireI9",
-                if_allowed,
-            });
-        }
-        Kind::Rehire => match value {
-            None => {}
-            Some(v) if v.as_str() == Some("yes") => input.rehire = true,
-            Some(_) => return Err(FieldError::new(key, "invalid_value", "Must be \"yes\".")),
-        },
-    }
-    Ok(())
+/// The schema of `employeeReturnUrl`: a [`ReturnUrl`] (at most 255
+/// characters) that `destination::check_browser_url` accepts: an absolute
+/// `https` URL without credentials, of a host name whose last label starts
+/// with a letter (the document does not assume `ALLOW_PRIVATE_CALLBACKS`,
+/// under which `http` is accepted too).
+fn return_url_schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+    use i9_common::domain::fields::{field_schema, WHITESPACE};
+    use utoipa::openapi::{ObjectBuilder, Type};
+    const LABEL: &str = "[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+    const LAST: &str = "[A-Za-z](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+    const PORT: &str =
+        "(?::(?:[0-9]{1,4}|[1-5][0-9]{4}|6[0-4][0-9]{3}|65[0-4][0-9]{2}|655[0-2][0-9]|6553[0-5]))?";
+    // Neither white space nor a control character.
+    const REST: &str =
+        r"[^\u0000-\u0020\u007f-\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]";
+    let value = ObjectBuilder::new()
+        .schema_type(Type::String)
+        .description(Some("An absolute `https` URL without credentials"))
+        .max_length(Some(255))
+        .pattern(Some(format!(
+            "^{WHITESPACE}*https://(?:{LABEL}\\.)*{LAST}{PORT}(?:[/?#]{REST}*)?{WHITESPACE}*$"
+        )))
+        .into();
+    field_schema(value, true)
 }
 
-fn capitalise(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
+/// The body of `PATCH /v1/employees/{id}`: the fields of a create (each
+/// absent one is left as it is; null clears it), and `rehire`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmployeeUpdate {
+    #[serde(flatten)]
+    #[schema(inline)]
+    pub fields: EmployeeCreate,
+    /// `yes`, with a new `startDate`: re-hire a terminated employee (a new
+    /// period of employment).
+    #[serde(default)]
+    #[schema(inline)]
+    pub rehire: Field<Yes>,
+}
+
+/// The body of the partner operation (the I column of the specification's
+/// table): the candidate, how it onboards, and its employee's fields.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(example = json!({
+    "integrationCandidateId": "cand-8812", "onboardingType": "remote", "firstName": "Ana", "lastName": "Diaz",
+    "emailAddress": "ana.diaz@mail.example", "startDate": "2026-12-01", "locationId": 3,
+    "employeeReturnUrl": "https://ats.example/candidates/8812"
+}))]
+pub struct PartnerHire {
+    /// The partner's own key for the candidate. Required.
+    #[schema(inline)]
+    pub integration_candidate_id: Required<CandidateId>,
+    /// Required.
+    #[schema(inline)]
+    pub onboarding_type: Required<OnboardingType>,
+    /// Required.
+    #[schema(inline)]
+    pub first_name: Required<PersonName>,
+    /// Required.
+    #[schema(inline)]
+    pub last_name: Required<PersonName>,
+    /// Required.
+    #[schema(inline)]
+    pub email_address: Required<EmployeeEmail>,
+    /// Required.
+    #[schema(inline)]
+    pub start_date: Required<CalendarDate>,
+    /// The employee's group. Required.
+    #[schema(inline)]
+    pub location_id: Required<Id>,
+    /// Where the employee's browser goes after signing Section 1 (an
+    /// absolute https URL).
+    #[serde(default)]
+    #[schema(schema_with = return_url_schema)]
+    pub employee_return_url: Field<ReturnUrl>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub middle_name: Field<MiddleName>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub social_security_number: Field<Ssn>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub date_of_birth: Field<CalendarDate>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub profile_id: Field<ProfileId>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub job_title: Field<JobTitle>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub legal_entity: Field<Id>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub language_preference: Field<Language>,
+}
+
+impl EmployeeCreate {
+    /// Every field, checked. `Err` names every bad one.
+    pub fn check(self) -> Result<EmployeeChange, Vec<FieldError>> {
+        let mut p = Problems::default();
+        let change = self.read(&mut p);
+        p.finish(change)
+    }
+
+    fn read(self, p: &mut Problems) -> EmployeeChange {
+        let custom = [
+            ("custom1", self.custom1),
+            ("custom2", self.custom2),
+            ("custom3", self.custom3),
+            ("custom4", self.custom4),
+            ("custom5", self.custom5),
+            ("custom6", self.custom6),
+            ("custom7", self.custom7),
+            ("custom8", self.custom8),
+        ]
+        .map(|(name, f)| p.patch(name, f));
+        let fields = EmployeeFields {
+            first_name: p.required("firstName", self.first_name),
+            last_name: p.required("lastName", self.last_name),
+            middle_name: p.patch("middleName", self.middle_name),
+            ssn: p.patch("socialSecurityNumber", self.social_security_number),
+            date_of_birth: p.date("dateOfBirth", self.date_of_birth),
+            profile_id: p.patch("profileId", self.profile_id),
+            other_name: p.patch("otherName", self.other_name),
+            job_title: p.patch("jobTitle", self.job_title),
+            email_address: p.patch("emailAddress", self.email_address),
+            location_id: p.required("locationId", self.location_id).map(|i| i.0),
+            legal_entity_id: p
+                .patch("legalEntity", self.legal_entity)
+                .map(|i| i.map(|i| i.0)),
+            language: p.patch("languagePreference", self.language_preference),
+            custom,
+            notification_email1: p.patch("notificationEmail1", self.notification_email1),
+            notification_email2: p.patch("notificationEmail2", self.notification_email2),
+            address_street: p.patch("addressStreet", self.address_street),
+            address_street2: p.patch("addressStreet2", self.address_street2),
+            address_apartment: p.patch("addressApartment", self.address_apartment),
+            address_city: p.patch("addressCity", self.address_city),
+            address_state: p.patch("addressState", self.address_state),
+            address_country: p.patch("addressCountry", self.address_country),
+            address_zip: p.patch("addressZip", self.address_zip),
+            work_number: p.patch("workNumber", self.work_number),
+            work_extension: p.patch("workExtension", self.work_extension),
+            home_number: p.patch("homeNumber", self.home_number),
+            home_extension: p.patch("homeExtension", self.home_extension),
+            cell_number: p.patch("cellNumber", self.cell_number),
+            cell_extension: p.patch("cellExtension", self.cell_extension),
+        };
+        let start_date = p.date("startDate", self.start_date);
+        let terminated_date = p.date("terminatedDate", self.terminated_date);
+        if let (Some(Some(start)), Some(Some(end))) = (start_date, terminated_date) {
+            if end < start {
+                p.push(
+                    "terminatedDate",
+                    Invalid::new("before_start", "Must not be before startDate."),
+                );
+            }
+        }
+        let login = LoginWish {
+            create: p
+                .optional("createLogin", self.create_login)
+                .unwrap_or(false),
+            send_email: p
+                .optional("sendLoginEmail", self.send_login_email)
+                .unwrap_or(false),
+        };
+        if !self.create_remote_hire_i9.is_absent() && !self.create_remotehire_i9.is_absent() {
+            p.push(
+                "createRemoteHireI9",
+                Invalid::new("repeated", "Give createRemotehireI9 once."),
+            );
+        }
+        let (remote_name, remote) = if self.create_remotehire_i9.is_absent() {
+            ("createRemoteHireI9", self.create_remote_hire_i9)
+        } else {
+            ("createRemotehireI9", self.create_remotehire_i9)
+        };
+        let on_site = p.optional("createI9", self.create_i9);
+        let remote = p.optional(remote_name, remote);
+        let wish = |onboarding, choice| I9Wish {
+            onboarding,
+            if_allowed: choice == I9Choice::IfAllowed,
+        };
+        let i9 = match (on_site, remote) {
+            (Some(_), Some(_)) => {
+                for name in ["createI9", remote_name] {
+                    p.push(
+                        name,
+                        Invalid::new(
+                            "mutually_exclusive",
+                            "createI9 and createRemotehireI9 cannot both be sent.",
+                        ),
+                    );
+                }
+                None
+            }
+            (Some(c), None) => Some(wish(OnboardingType::OnSite, c)),
+            (None, Some(c)) => Some(wish(OnboardingType::Remote, c)),
+            (None, None) => None,
+        };
+        EmployeeChange {
+            fields,
+            start_date,
+            terminated_date,
+            id: p.optional("id", self.id).map(|i| i.0),
+            login,
+            i9,
+            rehire: false,
+        }
+    }
+}
+
+impl EmployeeUpdate {
+    /// Every field, checked. `Err` names every bad one.
+    pub fn check(self) -> Result<EmployeeChange, Vec<FieldError>> {
+        let mut p = Problems::default();
+        let mut change = self.fields.read(&mut p);
+        change.rehire = p.optional("rehire", self.rehire).is_some();
+        if change.rehire && change.start_date.flatten().is_none() {
+            p.push(
+                "startDate",
+                Invalid::new("required", "A re-hire needs the new startDate."),
+            );
+        }
+        p.finish(change)
+    }
+}
+
+/// A checked partner body.
+#[derive(Debug)]
+pub struct PartnerChange {
+    pub candidate: String,
+    pub onboarding: OnboardingType,
+    pub return_url: Option<String>,
+    pub start_date: chrono::NaiveDate,
+    pub fields: EmployeeFields,
+}
+
+impl PartnerHire {
+    /// Every field, checked. `allow_http`: `employeeReturnUrl` may be http
+    /// as well as https (`ALLOW_PRIVATE_CALLBACKS`, local runs;
+    /// `common/src/destination.rs`).
+    pub fn check(self, allow_http: bool) -> Result<PartnerChange, Vec<FieldError>> {
+        let mut p = Problems::default();
+        let candidate = p.required("integrationCandidateId", self.integration_candidate_id);
+        let onboarding = p.required("onboardingType", self.onboarding_type);
+        let start_date = p.required("startDate", self.start_date);
+        let email = p.required("emailAddress", self.email_address);
+        let return_url = p
+            .optional("employeeReturnUrl", self.employee_return_url)
+            .and_then(
+                |url| match destination::check_browser_url(url.as_str(), allow_http) {
+                    Ok(()) => Some(url.into_string()),
+                    Err(problem) => {
+                        p.push("employeeReturnUrl", url_problem(problem, allow_http));
+                        None
+                    }
+                },
+            );
+        let fields = EmployeeFields {
+            first_name: p.required("firstName", self.first_name),
+            last_name: p.required("lastName", self.last_name),
+            middle_name: p.patch("middleName", self.middle_name),
+            ssn: p.patch("socialSecurityNumber", self.social_security_number),
+            date_of_birth: p.date("dateOfBirth", self.date_of_birth),
+            profile_id: p.patch("profileId", self.profile_id),
+            job_title: p.patch("jobTitle", self.job_title),
+            email_address: email.map(Some),
+            location_id: p.required("locationId", self.location_id).map(|i| i.0),
+            legal_entity_id: p
+                .patch("legalEntity", self.legal_entity)
+                .map(|i| i.map(|i| i.0)),
+            language: p.patch("languagePreference", self.language_preference),
+            ..EmployeeFields::default()
+        };
+        let (Some(candidate), Some(onboarding), Some(start)) = (candidate, onboarding, start_date)
+        else {
+            return Err(p.0);
+        };
+        p.finish(PartnerChange {
+            candidate: candidate.into_string(),
+            onboarding,
+            return_url,
+            start_date: start.0,
+            fields,
+        })
+    }
+}
+
+fn unknown_field(name: &str) -> FieldError {
+    FieldError::new(name, "unknown_field", "Not a field of an employee.")
+}
+
+fn partner_only(name: &str) -> Option<FieldError> {
+    PartnerHire::fields().contains(name).then(|| {
+        FieldError::new(
+            name,
+            "not_accepted",
+            "Only the partner operation (POST /v1/partners/i9s/section1) accepts this field.",
+        )
+    })
+}
+
+impl RequestBody for EmployeeCreate {
+    fn fields() -> &'static BTreeSet<String> {
+        static FIELDS: OnceLock<BTreeSet<String>> = OnceLock::new();
+        FIELDS.get_or_init(|| properties(&Self::schema()))
+    }
+
+    fn unknown(name: &str) -> FieldError {
+        if name == "rehire" {
+            return FieldError::new(
+                name,
+                "not_accepted",
+                "Re-hire an existing employee with PATCH /v1/employees/{id}.",
+            );
+        }
+        partner_only(name).unwrap_or_else(|| unknown_field(name))
+    }
+}
+
+impl RequestBody for EmployeeUpdate {
+    fn fields() -> &'static BTreeSet<String> {
+        static FIELDS: OnceLock<BTreeSet<String>> = OnceLock::new();
+        FIELDS.get_or_init(|| properties(&Self::schema()))
+    }
+
+    fn unknown(name: &str) -> FieldError {
+        partner_only(name).unwrap_or_else(|| unknown_field(name))
+    }
+}
+
+impl RequestBody for PartnerHire {
+    fn fields() -> &'static BTreeSet<String> {
+        static FIELDS: OnceLock<BTreeSet<String>> = OnceLock::new();
+        FIELDS.get_or_init(|| properties(&Self::schema()))
+    }
+
+    fn unknown(name: &str) -> FieldError {
+        if EmployeeUpdate::fields().contains(name) {
+            return FieldError::new(
+                name,
+                "not_accepted",
+                "The partner operation does not accept this field.",
+            );
+        }
+        unknown_field(name)
+    }
+}
+
+fn url_problem(problem: UrlProblem, allow_http: bool) -> Invalid {
+    match problem {
+        UrlProblem::HttpsRequired => Invalid::new("https_required", "Must be an https URL."),
+        UrlProblem::Credentials => Invalid::new(
+            "credentials_in_url",
+            "Must not hold a user name or password (user:password@).",
+        ),
+        _ => Invalid::new(
+            "invalid_format",
+            if allow_http {
+                "Must be an absolute http(s) URL."
+            } else {
+                "Must be an absolute https URL."
+            },
+        ),
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     use super::*;
 
-    fn fields(r: Result<EmployeeInput, Vec<FieldError>>) -> Vec<(String, &'static str)> {
+    fn create(body: Value) -> Result<EmployeeChange, Vec<FieldError>> {
+        serde_json::from_value::<EmployeeCreate>(body)
+            .unwrap()
+            .check()
+    }
+
+    fn codes(r: Result<EmployeeChange, Vec<FieldError>>) -> Vec<(String, &'static str)> {
         r.err()
             .unwrap_or_default()
             .into_iter()
@@ -655,44 +689,35 @@ mod tests {
 
     #[test]
     fn a_minimal_create_is_valid() {
-        let input = parse(
-            &json!({"firstName": "Ana", "lastName": "Diaz", "locationId": 3}),
-            Operation::Create,
-        )
-        .unwrap();
-        assert_eq!(input.int("location_id"), Some(Some(3)));
-        assert_eq!(input.text("first_name"), Some(Some("Ana")));
-        assert!(input.i9.is_none() && !input.create_login);
+        let c = create(json!({"firstName": "Ana", "lastName": "Diaz", "locationId": 3})).unwrap();
+        assert_eq!(c.fields.location_id, Some(3));
+        assert_eq!(
+            c.fields.first_name.as_ref().map(|n| n.as_str()),
+            Some("Ana")
+        );
+        assert!(c.i9.is_none() && !c.login.create);
     }
 
     #[test]
     fn required_fields_are_named() {
-        let errs = fields(parse(&json!({"firstName": "  "}), Operation::Create));
         assert_eq!(
-            errs,
+            codes(create(json!({"firstName": "  "}))),
             [
                 ("firstName".into(), "required"),
                 ("lastName".into(), "required"),
                 ("locationId".into(), "required")
             ]
         );
-        let errs = fields(parse(&json!({"middleName": "X"}), Operation::Update));
-        assert_eq!(
-            errs.len(),
-            3,
-            "PATCH requires firstName, lastName and locationId too"
-        );
     }
 
     #[test]
     fn every_bad_field_is_named_at_once() {
-        let body = json!({
+        let errs = codes(create(json!({
             "firstName": "A".repeat(41), "lastName": 5, "locationId": "three",
             "socialSecurityNumber": "123456789", "dateOfBirth": "1990-02-30", "languagePreference": 3,
             "emailAddress": "not-an-email", "addressZip": "12345678901", "createLogin": "true",
-            "createI9": "Yes", "colour": "blue", "rehire": "yes", "integrationCandidateId": "c-1"
-        });
-        let errs = fields(parse(&body, Operation::Create));
+            "createI9": "Yes"
+        })));
         for (field, code) in [
             ("firstName", "too_long"),
             ("lastName", "invalid_type"),
@@ -704,62 +729,56 @@ mod tests {
             ("addressZip", "too_long"),
             ("createLogin", "invalid_type"),
             ("createI9", "invalid_value"),
-            ("colour", "unknown_field"),
-            ("rehire", "not_accepted"),
-            ("integrationCandidateId", "not_accepted"),
         ] {
             assert!(
                 errs.contains(&(field.to_owned(), code)),
                 "{field} {code} in {errs:?}"
             );
         }
+        assert_eq!(errs.len(), 10, "{errs:?}");
     }
 
     #[test]
     fn i9_choices_are_case_sensitive_and_exclusive() {
-        let base = json!({"firstName": "A", "lastName": "B", "locationId": 1});
+        let base = || json!({"firstName": "A", "lastName": "B", "locationId": 1});
         let with = |extra: Value| {
-            let mut b = base.clone();
+            let mut b = base();
             b.as_object_mut()
                 .unwrap()
                 .extend(extra.as_object().unwrap().clone());
-            parse(&b, Operation::Create)
+            create(b)
+        };
+        let wish = |onboarding, if_allowed| {
+            Some(I9Wish {
+                onboarding,
+                if_allowed,
+            })
         };
         assert_eq!(
             with(json!({"createI9": "yes"})).unwrap().i9,
-            Some(I9Wish {
-                remote: false,
-                if_allowed: false
-            })
+            wish(OnboardingType::OnSite, false)
         );
         assert_eq!(
             with(json!({"createRemotehireI9": "if allowed"}))
                 .unwrap()
                 .i9,
-            Some(I9Wish {
-                remote: true,
-                if_allowed: true
-            })
+            wish(OnboardingType::Remote, true)
         );
         assert_eq!(
             with(json!({"createRemoteHireI9": "yes"})).unwrap().i9,
-            Some(I9Wish {
-                remote: true,
-                if_allowed: false
-            })
+            wish(OnboardingType::Remote, false)
         );
         for bad in ["Yes", "YES", "If Allowed", "true", "no"] {
             assert_eq!(
-                fields(with(json!({"createI9": bad}))),
+                codes(with(json!({"createI9": bad}))),
                 [("createI9".into(), "invalid_value")],
                 "{bad}"
             );
         }
-        let errs = fields(with(
-            json!({"createI9": "yes", "createRemotehireI9": "if allowed"}),
-        ));
         assert_eq!(
-            errs,
+            codes(with(
+                json!({"createI9": "yes", "createRemotehireI9": "if allowed"})
+            )),
             [
                 ("createI9".into(), "mutually_exclusive"),
                 ("createRemotehireI9".into(), "mutually_exclusive")
@@ -769,30 +788,127 @@ mod tests {
 
     #[test]
     fn rehire_needs_a_start_date_and_dates_must_be_ordered() {
-        let errs = fields(parse(
-            &json!({"firstName": "A", "lastName": "B", "locationId": 1, "rehire": "yes"}),
-            Operation::Update,
-        ));
-        assert_eq!(errs, [("startDate".into(), "required")]);
-        let errs = fields(parse(
-            &json!({"firstName": "A", "lastName": "B", "locationId": 1, "startDate": "2026-05-02", "terminatedDate": "05/01/2026"}),
-            Operation::Create,
-        ));
-        assert_eq!(errs, [("terminatedDate".into(), "before_start")]);
+        let update: EmployeeUpdate = serde_json::from_value(
+            json!({"firstName": "A", "lastName": "B", "locationId": 1, "rehire": "yes"}),
+        )
+        .unwrap();
+        assert_eq!(codes(update.check()), [("startDate".into(), "required")]);
+        assert_eq!(
+            codes(create(
+                json!({"firstName": "A", "lastName": "B", "locationId": 1, "startDate": "2026-05-02", "terminatedDate": "05/01/2026"})
+            )),
+            [("terminatedDate".into(), "before_start")]
+        );
+    }
+
+    #[test]
+    fn patch_keeps_absent_apart_from_null() {
+        let update: EmployeeUpdate = serde_json::from_value(
+            json!({"firstName": "A", "lastName": "B", "locationId": 1, "middleName": null}),
+        )
+        .unwrap();
+        let c = update.check().unwrap();
+        assert_eq!(c.fields.middle_name, Some(None));
+        assert_eq!(c.fields.job_title, None);
     }
 
     #[test]
     fn errors_never_echo_values() {
-        let r = parse(
-            &json!({"firstName": "A", "lastName": "B", "locationId": 1, "socialSecurityNumber": "123-45-678"}),
-            Operation::Create,
+        let r = create(
+            json!({"firstName": "A", "lastName": "B", "locationId": 1, "socialSecurityNumber": "123-45-678"}),
         );
-        let text = format!("{:?}", r.err().unwrap());
-        assert!(!text.contains("123-45"));
+        assert!(!format!("{:?}", r.err().unwrap()).contains("123-45"));
     }
 
+    /// The document is the contract: every property it lists for a body is
+    /// a field the body reads (a bad value is named under that very name),
+    /// every stated length is the one enforced, and nothing else is accepted.
     #[test]
-    fn the_body_must_be_an_object_of_fields() {
-        assert!(parse(&json!("x"), Operation::Create).is_err());
+    fn the_schema_states_the_fields_and_limits_each_body_enforces() {
+        fn errors<T: RequestBody>(
+            body: Value,
+            check: impl Fn(T) -> Result<(), Vec<FieldError>>,
+        ) -> Vec<(String, &'static str)> {
+            let unknown = body
+                .as_object()
+                .unwrap()
+                .keys()
+                .filter(|k| !T::fields().contains(*k))
+                .map(|k| (k.clone(), T::unknown(k).code))
+                .collect::<Vec<_>>();
+            let checked = check(serde_json::from_value(body).unwrap()).err();
+            unknown
+                .into_iter()
+                .chain(
+                    checked
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|e| (e.field, e.code)),
+                )
+                .collect()
+        }
+        fn each<T: RequestBody>(check: impl Fn(T) -> Result<(), Vec<FieldError>>) -> usize {
+            let schema = serde_json::to_value(T::schema()).unwrap();
+            let mut props = serde_json::Map::new();
+            let mut stack = vec![&schema];
+            while let Some(s) = stack.pop() {
+                if let Some(p) = s["properties"].as_object() {
+                    props.extend(p.clone());
+                }
+                if let Some(all) = s["allOf"].as_array() {
+                    stack.extend(all);
+                }
+            }
+            assert_eq!(props.keys().cloned().collect::<BTreeSet<_>>(), *T::fields());
+            for (name, prop) in &props {
+                let errs = errors(json!({ name: {"an": "object"} }), &check);
+                assert!(
+                    errs.iter().any(|(f, c)| f == name && *c != "unknown_field"),
+                    "{name}: a bad value is named under its own name: {errs:?}"
+                );
+                let prop = prop.get("oneOf").map_or(prop, |o| &o[0]);
+                if let Some(max) = prop["maxLength"].as_u64() {
+                    let at = |n: u64| {
+                        let v = if prop["format"] == "email" {
+                            // Labels of at most 63 characters.
+                            let len = n as usize - 6;
+                            let host: String = (0..len)
+                                .map(|i| {
+                                    if i % 50 == 49 && i + 1 < len {
+                                        '.'
+                                    } else {
+                                        'b'
+                                    }
+                                })
+                                .collect();
+                            format!("a@{host}.com")
+                        } else if name == "employeeReturnUrl" {
+                            format!("https://example.com/{}", "a".repeat(n as usize - 20))
+                        } else {
+                            "7".repeat(n as usize)
+                        };
+                        errors(json!({ name: v }), &check)
+                            .into_iter()
+                            .filter(|(f, _)| f == name)
+                            .map(|(_, c)| c)
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(at(max), Vec::<&str>::new(), "{name} at its maxLength {max}");
+                    assert_eq!(at(max + 1), ["too_long"], "{name} over its maxLength {max}");
+                }
+            }
+            assert_eq!(
+                errors(json!({"colour": "blue"}), &check)
+                    .into_iter()
+                    .filter(|(f, _)| f == "colour")
+                    .map(|(_, c)| c)
+                    .collect::<Vec<_>>(),
+                ["unknown_field"]
+            );
+            props.len()
+        }
+        assert_eq!(each(|b: EmployeeCreate| b.check().map(drop)), 43);
+        assert_eq!(each(|b: EmployeeUpdate| b.check().map(drop)), 44);
+        assert_eq!(each(|b: PartnerHire| b.check(false).map(drop)), 15);
     }
 }

@@ -11,7 +11,7 @@ use axum::{
 use chrono::NaiveDate;
 use i9_common::{
     crypto::Purpose,
-    domain::{Permission, Scope},
+    domain::{EmployeeI9Status, I9Status, Permission, Scope, Step},
 };
 use serde::Serialize;
 use sqlx::FromRow;
@@ -58,50 +58,73 @@ pub const FILTERS: &[FilterSpec] = &[
 #[into_params(parameter_in = Query)]
 #[allow(non_snake_case, dead_code)]
 pub struct EmployeeFilters {
-    custom1: Option<String>,
-    custom2: Option<String>,
-    custom3: Option<String>,
-    custom4: Option<String>,
-    custom5: Option<String>,
-    custom6: Option<String>,
-    custom7: Option<String>,
-    custom8: Option<String>,
-    emailAddress: Option<String>,
-    firstName: Option<String>,
-    jobTitle: Option<String>,
-    lastName: Option<String>,
-    middleName: Option<String>,
-    otherName: Option<String>,
-    profileId: Option<String>,
+    #[param(inline)]
+    custom1: Option<crate::list::params::Text>,
+    #[param(inline)]
+    custom2: Option<crate::list::params::Text>,
+    #[param(inline)]
+    custom3: Option<crate::list::params::Text>,
+    #[param(inline)]
+    custom4: Option<crate::list::params::Text>,
+    #[param(inline)]
+    custom5: Option<crate::list::params::Text>,
+    #[param(inline)]
+    custom6: Option<crate::list::params::Text>,
+    #[param(inline)]
+    custom7: Option<crate::list::params::Text>,
+    #[param(inline)]
+    custom8: Option<crate::list::params::Text>,
+    #[param(inline)]
+    emailAddress: Option<crate::list::params::Text>,
+    #[param(inline)]
+    firstName: Option<crate::list::params::Text>,
+    #[param(inline)]
+    jobTitle: Option<crate::list::params::Text>,
+    #[param(inline)]
+    lastName: Option<crate::list::params::Text>,
+    #[param(inline)]
+    middleName: Option<crate::list::params::Text>,
+    #[param(inline)]
+    otherName: Option<crate::list::params::Text>,
+    #[param(inline)]
+    profileId: Option<crate::list::params::Text>,
     /// `###-##-####`.
-    socialSecurityNumber: Option<String>,
+    #[param(inline)]
+    socialSecurityNumber: Option<crate::list::params::Ssn>,
     /// `YYYY-MM-DD` or `MM/DD/YYYY`.
-    dateOfBirth: Option<String>,
+    #[param(inline)]
+    dateOfBirth: Option<crate::list::params::Date>,
     /// 1 (English) or 2 (Spanish).
-    languagePreference: Option<i32>,
+    #[param(inline)]
+    languagePreference: Option<crate::list::params::Language>,
     /// Legal entity id.
-    legalEntity: Option<i64>,
+    #[param(inline)]
+    legalEntity: Option<crate::list::params::Int>,
     /// Group id.
-    locationId: Option<i64>,
+    #[param(inline)]
+    locationId: Option<crate::list::params::Int>,
     /// Page number, from 1.
-    page: Option<i64>,
+    #[param(inline)]
+    page: Option<crate::list::params::Positive>,
     /// Items per page, 1 to 50 (larger values are treated as 50).
-    page_size: Option<i64>,
+    #[param(inline)]
+    page_size: Option<crate::list::params::Positive>,
 }
 
-/// The employee's `i9Status`, derived from its latest I-9.
+/// The employee's latest I-9 (`li`), from which its `i9Status` is derived
+/// ([`EmployeeI9Status::of_latest`]); read as `latest_i9_status` and
+/// `latest_i9_id`.
 const LATEST_I9: &str = "LEFT JOIN LATERAL (
         SELECT i.id, i.status, i.i9_expiration FROM i9s i WHERE i.employee_id = e.id ORDER BY i.id DESC LIMIT 1
     ) li ON TRUE";
-const I9_STATUS: &str =
-    "COALESCE(CASE li.status WHEN 'Section 1 Incomplete' THEN 'Started' ELSE li.status END, 'Not Started')";
 
 #[derive(Debug, FromRow, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EmployeeSummary {
     pub id: i64,
-    /// Not Started, Started, Signed Sec 1, Signed Sec 2, Completed, Approved or Parked.
-    pub i9_status: String,
+    /// Derived from the latest I-9 (docs/api.md, "Employees").
+    #[sqlx(skip)]
+    pub i9_status: EmployeeI9Status,
     pub i9_expiration: Option<NaiveDate>,
     pub first_name: String,
     pub last_name: String,
@@ -113,10 +136,13 @@ pub struct EmployeeSummary {
     pub ssn_ciphertext: Option<Vec<u8>>,
     #[serde(skip)]
     pub ssn_last4: Option<String>,
+    /// The latest I-9's status; `None` without one.
+    #[serde(skip)]
+    pub latest_i9_status: Option<I9Status>,
 }
 
 #[utoipa::path(
-    get, path = "/v1/employees", tag = "employees",
+    get, path = "/v1/employees", operation_id = "listEmployees", tag = "employees",
     params(EmployeeFilters),
     responses(
         (status = 200, description = "A page of employees the caller may see", body = ListResponse<EmployeeSummary>),
@@ -140,10 +166,9 @@ pub async fn list(
         ));
     }
     let visibility = caller.visibility(&state.pool).await?;
-    let columns = format!(
-        "e.id, {I9_STATUS} AS i9_status, li.i9_expiration, e.first_name, e.last_name,
-         e.profile_id, e.ssn_ciphertext, e.ssn_last4"
-    );
+    let columns =
+        "e.id, li.status AS latest_i9_status, li.i9_expiration, e.first_name, e.last_name,
+         e.profile_id, e.ssn_ciphertext, e.ssn_last4";
     let (mut rows, total): (Vec<EmployeeSummary>, i64) = q
         .fetch_page(
             &state.pool,
@@ -151,7 +176,7 @@ pub async fn list(
             PageSql {
                 from: &format!("FROM employees e {LATEST_I9} WHERE TRUE"),
                 count_from: Some("FROM employees e WHERE TRUE"),
-                columns: &columns,
+                columns,
                 order: "ORDER BY e.id",
                 restrict: Some(Restrict::Employee(&visibility, "e")),
             },
@@ -164,6 +189,7 @@ pub async fn list(
 
     let mut revealed = Vec::new();
     for r in &mut rows {
+        r.i9_status = EmployeeI9Status::of_latest(r.latest_i9_status);
         r.social_security_number = reveal_ssn(
             &state,
             &caller,
@@ -243,8 +269,10 @@ pub struct EmployeeRecord {
     pub integration_service_id: Option<String>,
     pub integration_report_url: Option<String>,
     pub employee_return_url: Option<String>,
-    /// Derived from the latest I-9.
-    pub i9_status: String,
+    /// Derived from the latest I-9 (docs/api.md, "Employees").
+    // A query without this column reads `latest_i9_status` instead (`fetch`).
+    #[sqlx(default)]
+    pub i9_status: EmployeeI9Status,
     pub i9_expiration: Option<NaiveDate>,
     /// The Section 1 link of an I-9 requested by this response's write;
     /// `null` on GET (the link is a credential and is shown only once).
@@ -254,7 +282,8 @@ pub struct EmployeeRecord {
     /// signed (`Signed Sec 1`); `null` otherwise.
     #[sqlx(skip)]
     pub i9_form_section2_link: Option<String>,
-    /// `self`, and `i9s` for each I-9 of the employee, newest first.
+    /// `self`; `i9s`, the employee's I-9s (`/v1/i9s?employeeId=`); and
+    /// `i9` for each I-9 of the employee, newest first.
     #[sqlx(skip)]
     pub links: Vec<Link>,
     #[serde(skip)]
@@ -262,7 +291,15 @@ pub struct EmployeeRecord {
     #[serde(skip)]
     pub ssn_last4: Option<String>,
     #[serde(skip)]
+    #[sqlx(default)]
     pub section2_i9_id: Option<i64>,
+    /// The latest I-9, when the query reads it (`fetch`).
+    #[serde(skip)]
+    #[sqlx(default)]
+    pub latest_i9_status: Option<I9Status>,
+    #[serde(skip)]
+    #[sqlx(default)]
+    pub latest_i9_id: Option<i64>,
     /// The partner client the employee was created through.
     #[serde(skip)]
     pub integration_client_id: Option<i64>,
@@ -290,8 +327,8 @@ pub async fn fetch(
 ) -> ApiResult<Option<EmployeeRecord>> {
     let rec: Option<EmployeeRecord> = sqlx::query_as(&format!(
         "SELECT e.*, e.last_name || ', ' || e.first_name AS full_name,
-                p.start_date, p.terminated_date, {I9_STATUS} AS i9_status, li.i9_expiration,
-                CASE WHEN li.status = 'Signed Sec 1' THEN li.id END AS section2_i9_id
+                p.start_date, p.terminated_date, li.status AS latest_i9_status, li.i9_expiration,
+                li.id AS latest_i9_id
          FROM employees e
          {LATEST_I9}
          LEFT JOIN LATERAL (
@@ -322,21 +359,38 @@ pub async fn fetch(
     if rec.ssn_ciphertext.is_some() && caller.has(Permission::FullSsn) {
         audit::record_ssn_reads(&mut *conn, caller, "employee", &[id]).await?;
     }
+    rec.i9_status = EmployeeI9Status::of_latest(rec.latest_i9_status);
+    // Section 2 is due once the latest I-9 allows recording it.
+    rec.section2_i9_id = rec.latest_i9_id.filter(|_| {
+        rec.latest_i9_status
+            .is_some_and(|s| s.allows(Step::RecordSection2))
+    });
     rec.i9_form_section2_link = rec
         .section2_i9_id
         .map(|i9| format!("{}/v1/i9s/{i9}/section2", state.config.public_base_url));
-    rec.links = std::iter::once(Link::new("self", format!("/v1/employees/{id}")))
-        .chain(
-            i9_ids
-                .iter()
-                .map(|i| Link::new("i9s", format!("/v1/i9s/{i}"))),
-        )
-        .collect();
+    rec.links = record_links(id, &i9_ids);
     Ok(Some(rec))
 }
 
+/// The links of a single employee record: `self`; `i9s`, the list of the
+/// employee's I-9s, whether or not one exists yet (the specification:
+/// single employee records carry `i9s`); and `i9`, each I-9, newest first.
+pub fn record_links(id: i64, i9_ids: &[i64]) -> Vec<Link> {
+    [
+        Link::new("self", format!("/v1/employees/{id}")),
+        Link::new("i9s", format!("/v1/i9s?employeeId={id}")),
+    ]
+    .into_iter()
+    .chain(
+        i9_ids
+            .iter()
+            .map(|i| Link::new("i9", format!("/v1/i9s/{i}"))),
+    )
+    .collect()
+}
+
 #[utoipa::path(
-    get, path = "/v1/employees/{id}", tag = "employees",
+    get, path = "/v1/employees/{id}", operation_id = "getEmployee", tag = "employees",
     params(("id" = i64, Path, description = "Employee id")),
     responses(
         (status = 200, description = "The employee", body = EmployeeRecord),

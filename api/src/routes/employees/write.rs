@@ -1,4 +1,6 @@
-//! `POST /v1/employees` and `PATCH /v1/employees/{id}`.
+//! `POST /v1/employees` and `PATCH /v1/employees/{id}`: read the body,
+//! authorize, call the employee's operations (`i9_common::models::employee`),
+//! answer.
 //!
 //! One transaction per request: the employee, its period of employment, the
 //! I-9 request and its Section 1 link token, the employee's sign-in, the jobs
@@ -6,28 +8,28 @@
 //! not at all. A rejected request writes nothing.
 
 use axum::{
-    body::Bytes,
     extract::State,
     http::{HeaderMap, StatusCode},
     response::{IntoResponse, Response},
 };
-use chrono::{NaiveDate, Utc};
 use i9_common::{
-    crypto::{new_token, token_hash, Purpose},
+    crypto::Purpose,
     domain::{Permission, Scope},
-    jobs::Job,
-    outbox,
+    models::{
+        employee::{self, EmployeeFields, Holder},
+        i9_request::{self, I9Request},
+    },
 };
-use sqlx::{PgConnection, Postgres, QueryBuilder};
-use uuid::Uuid;
+use sqlx::PgConnection;
 
 use super::{
     fetch,
-    input::{self, ColumnValue, EmployeeInput, Operation},
+    input::{EmployeeChange, EmployeeCreate, EmployeeUpdate},
     EmployeeRecord,
 };
 use crate::{
     auth::{Caller, Visibility},
+    body::JsonBody,
     error::{ApiError, ApiResult, FieldError, Problem},
     idempotency::{self, Outcome, Replay},
     routes::Id,
@@ -35,60 +37,10 @@ use crate::{
     state::AppState,
 };
 
-/// The writable fields of an employee and the request flags (see the
-/// specification's parameter table; docs/api.md explains each flag).
-#[derive(utoipa::ToSchema)]
-#[schema(example = json!({
-    "firstName": "Ana", "lastName": "Diaz", "locationId": 3, "startDate": "2026-12-01",
-    "emailAddress": "ana.diaz@mail.example", "socialSecurityNumber": "123-45-6789", "createI9": "yes"
-}))]
-#[allow(non_snake_case, dead_code)]
-pub struct EmployeeWrite {
-    /// Max 40. Required.
-    firstName: String,
-    /// Max 40. Required.
-    lastName: String,
-    /// Group id. Required.
-    locationId: i64,
-    middleName: Option<String>,
-    /// `###-##-####`.
-    socialSecurityNumber: Option<String>,
-    /// `YYYY-MM-DD` or `MM/DD/YYYY`.
-    dateOfBirth: Option<String>,
-    startDate: Option<String>,
-    terminatedDate: Option<String>,
-    profileId: Option<String>,
-    otherName: Option<String>,
-    jobTitle: Option<String>,
-    emailAddress: Option<String>,
-    legalEntity: Option<i64>,
-    /// 1 English, 2 Spanish.
-    languagePreference: Option<i32>,
-    custom1: Option<String>,
-    notificationEmail1: Option<String>,
-    addressStreet: Option<String>,
-    addressCity: Option<String>,
-    addressState: Option<String>,
-    addressZip: Option<String>,
-    cellNumber: Option<String>,
-    /// Create a sign-in for the employee (login = emailAddress).
-    createLogin: Option<bool>,
-    /// Email the sign-in a one-time link to set a password.
-    sendLoginEmail: Option<bool>,
-    /// `yes` or `if allowed` (case-sensitive).
-    createI9: Option<String>,
-    /// `yes` or `if allowed`; also spelt `createRemoteHireI9`. Needs `emailAddress`.
-    createRemotehireI9: Option<String>,
-    /// PATCH only: `yes`, with `startDate`, re-hires a terminated employee.
-    rehire: Option<String>,
-}
-
-const SELF_SERVICE_ROLE: &str = "employee self-service";
-
 #[utoipa::path(
-    post, path = "/v1/employees", tag = "employees",
-    request_body(content = EmployeeWrite, content_type = "application/json"),
-    params(("Idempotency-Key" = Option<String>, Header, description = "Replays the first response for 24 hours")),
+    post, path = "/v1/employees", operation_id = "createEmployee", tag = "employees",
+    request_body(content = EmployeeCreate, content_type = "application/json"),
+    params(("Idempotency-Key" = Option<String>, Header, max_length = 255, pattern = r"^[!-~]([\t -~]*[!-~])?$", description = "Replays the first response for 24 hours. 1 to 255 visible ASCII characters (spaces and tabs inside)")),
     responses(
         (status = 201, description = "Created; `Location` names the record", body = EmployeeRecord),
         (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
@@ -106,16 +58,16 @@ pub async fn create(
     State(state): State<AppState>,
     caller: Caller,
     headers: HeaderMap,
-    body: Bytes,
+    body: JsonBody<EmployeeCreate>,
 ) -> ApiResult<Response> {
     caller.require(Scope::Write, Permission::EditEmployees)?;
     let key = idempotency::key(&headers)?;
-    let input = parse_body(&headers, &body, Operation::Create)?;
+    let change = body.check(EmployeeCreate::check)?;
     let visibility = caller.visibility(&state.pool).await?;
 
     // A plain create is one statement, atomic on its own; an idempotency key
     // or a sign-in needs a transaction around several.
-    let mut tx = if key.is_some() || input.create_login || input.send_login_email {
+    let mut tx = if key.is_some() || change.login.any() {
         Some(state.pool.begin().await?)
     } else {
         None
@@ -127,7 +79,7 @@ pub async fn create(
             caller.user_id,
             key,
             "POST /v1/employees",
-            &body,
+            &body.raw,
         )
         .await?
         {
@@ -135,86 +87,65 @@ pub async fn create(
             return replay_create(&state, &caller, &visibility, replay).await;
         }
     }
-    ssn_writes::admit(&state, &caller, input.ssn.as_ref().and_then(Option::as_ref)).await?;
+    let fields = &change.fields;
+    ssn_writes::admit(&state, &caller, fields.new_ssn()).await?;
     // A group outside the caller's own: 422 if it does not exist, else 403.
     // Groups the caller sees exist, so the happy path needs no query here.
-    if let Some(Some(group)) = input.int("location_id") {
+    if let Some(group) = fields.location_id {
         if !visibility.may_place_in(group) {
             let mut conn = state.pool.acquire().await?;
-            check_references(&mut conn, &input, &visibility).await?;
+            check_references(&mut conn, fields, &visibility).await?;
         }
     }
-    let email = input.text("email_address").flatten().map(str::to_owned);
-    let mut errors = Vec::new();
-    require_email(&input, email.is_some(), false, &mut errors);
+    let email = fields.email().flatten().map(str::to_owned);
+    let errors = require_email(&change, email.is_some(), false);
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
     // Before the insert, whose unique index answers for the SSN: a request
     // refused anyway must not tell whether its number is taken (ssn_writes.rs).
-    if let (true, Some(conn), Some(email)) = (input.create_login, tx.as_mut(), email.as_deref()) {
-        check_login_free(conn, email).await?;
+    if let (true, Some(conn), Some(email)) = (change.login.create, tx.as_mut(), email.as_deref()) {
+        employee::check_login_free(conn, email).await?;
     }
 
-    // One statement writes the employee, its period of employment, the audit
-    // entries and, when asked, the I-9 request and its job. The database's
-    // constraints catch a missing reference or a duplicate; the error path
-    // then finds out which (see `insert_error`).
-    let request = input.i9.map(|wish| I9Request::new(&state, wish.remote));
-    let mut q = QueryBuilder::<Postgres>::new("WITH e AS (");
-    push_insert(&mut q, &state, &input);
-    q.push(" RETURNING *), p AS (INSERT INTO employment_periods (employee_id, start_date, terminated_date) SELECT id, ");
-    q.push_bind(input.start_date.flatten())
-        .push(", ")
-        .push_bind(input.terminated_date.flatten());
-    q.push(" FROM e), a AS (INSERT INTO audit_log (user_id, client_id, action, resource_type, resource_id, request_id, detail) SELECT ");
-    q.push_bind(caller.user_id)
-        .push(", ")
-        .push_bind(caller.client_id);
-    q.push(", 'employee.create', 'employee', e.id::TEXT, ")
-        .push_bind(caller.request_id.clone());
-    q.push(", ")
-        .push_bind(audit_detail(&input))
-        .push(" FROM e)");
-    if caller.has(Permission::FullSsn) && matches!(input.ssn, Some(Some(_))) {
-        // The response shows the whole number: that read is audited too.
-        q.push(", s AS (INSERT INTO audit_log (user_id, client_id, action, resource_type, resource_id, request_id) SELECT ");
-        q.push_bind(caller.user_id)
-            .push(", ")
-            .push_bind(caller.client_id);
-        q.push(", 'ssn.read', 'employee', e.id::TEXT, ")
-            .push_bind(caller.request_id.clone())
-            .push(" FROM e)");
-    }
-    if let Some(r) = &request {
-        r.push_ctes(&mut q);
-    }
-    q.push(
-        " SELECT e.*, e.last_name || ', ' || e.first_name AS full_name, d.start_date, d.terminated_date,
-                 'Not Started' AS i9_status, NULL::DATE AS i9_expiration, NULL::BIGINT AS section2_i9_id",
-    );
-    if request.is_some() {
-        q.push(", (SELECT count(*) FROM n) AS notified");
-    }
-    q.push(" FROM e, (SELECT ")
-        .push_bind(input.start_date.flatten());
-    q.push("::DATE AS start_date, ")
-        .push_bind(input.terminated_date.flatten());
-    q.push("::DATE AS terminated_date) d");
-    let inserted: Result<EmployeeRecord, sqlx::Error> = match tx.as_mut() {
-        Some(tx) => q.build_query_as().fetch_one(&mut **tx).await,
-        None => q.build_query_as().fetch_one(&state.pool).await,
+    let request = change.i9.map(|wish| {
+        I9Request::new(
+            wish.onboarding,
+            &state.config.public_base_url,
+            state.config.section1_link_ttl,
+        )
+    });
+    let actor = caller.actor();
+    let ssn_read = caller.has(Permission::FullSsn) && fields.new_ssn().is_some();
+    let mut pooled;
+    let conn: &mut PgConnection = match tx.as_mut() {
+        Some(tx) => tx,
+        None => {
+            pooled = state.pool.acquire().await?;
+            &mut pooled
+        }
     };
+    let inserted: Result<EmployeeRecord, sqlx::Error> = employee::create(
+        conn,
+        &state.cipher,
+        &actor,
+        fields,
+        change.period(),
+        change.audit_detail(),
+        request.as_ref(),
+        ssn_read,
+    )
+    .await;
     let mut rec = match inserted {
         Ok(rec) => rec,
         Err(e) => {
             drop(tx);
-            return Err(insert_error(e, &state, &caller, &visibility, &input).await);
+            return Err(create_error(e, &state, &caller, &visibility, fields).await);
         }
     };
     let id = rec.id;
     if let Some(tx) = tx.as_mut() {
-        login(tx, &input, id, email.as_deref(), None).await?;
+        employee::login(tx, change.login, id, email.as_deref(), None).await?;
     }
     rec.social_security_number = super::super::reveal_ssn(
         &state,
@@ -223,10 +154,7 @@ pub async fn create(
         rec.ssn_ciphertext.as_deref(),
         rec.ssn_last4.as_deref(),
     )?;
-    rec.links = vec![crate::list::Link::new(
-        "self",
-        format!("/v1/employees/{id}"),
-    )];
+    rec.links = super::record_links(id, &[]);
     let outcome = Outcome {
         resource_id: id,
         section1_request: request.as_ref().map(|r| r.id),
@@ -269,9 +197,9 @@ async fn replay_create(
 }
 
 #[utoipa::path(
-    patch, path = "/v1/employees/{id}", tag = "employees",
+    patch, path = "/v1/employees/{id}", operation_id = "updateEmployee", tag = "employees",
     params(("id" = i64, Path, description = "Employee id")),
-    request_body(content = EmployeeWrite, content_type = "application/json"),
+    request_body(content = EmployeeUpdate, content_type = "application/json"),
     responses(
         (status = 200, description = "Updated", body = EmployeeRecord),
         (status = 400, description = "Malformed JSON", body = Problem, content_type = "application/problem+json"),
@@ -289,13 +217,12 @@ pub async fn update(
     State(state): State<AppState>,
     caller: Caller,
     id: Id,
-    headers: HeaderMap,
-    body: Bytes,
+    body: JsonBody<EmployeeUpdate>,
 ) -> ApiResult<Response> {
     caller.require(Scope::Write, Permission::EditEmployees)?;
     let id = id.get()?;
-    let input = parse_body(&headers, &body, Operation::Update)?;
-    if input.id.is_some_and(|body_id| body_id != id) {
+    let change = body.check(EmployeeUpdate::check)?;
+    if change.id.is_some_and(|body_id| body_id != id) {
         return Err(ApiError::Validation(vec![FieldError::new(
             "id",
             "mismatch",
@@ -303,67 +230,49 @@ pub async fn update(
         )]));
     }
     let visibility = caller.visibility(&state.pool).await?;
+    let fields = &change.fields;
 
     let mut tx = state.pool.begin().await?;
-    // Lock the employee: concurrent writes to one employee take turns, so two
+    // Concurrent writes to one employee take turns, so two
     // `createI9: "yes"` cannot both find it without an open I-9.
-    let current: Option<(i64, Option<i64>, Option<String>, Option<i64>)> = sqlx::query_as(
-        "SELECT location_id, integration_client_id, email_address,
-                (SELECT id FROM users WHERE employee_id = e.id)
-         FROM employees e WHERE id = $1 FOR UPDATE",
-    )
-    .bind(id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some((_, _, current_email, login_id)) =
-        current.filter(|(loc, client, _, _)| visibility.sees(*loc, *client))
+    let Some(current) = employee::lock(&mut tx, id)
+        .await?
+        .filter(|c| visibility.sees(c.location_id, c.integration_client_id))
     else {
         return Err(ApiError::NotFound);
     };
-    ssn_writes::admit(&state, &caller, input.ssn.as_ref().and_then(Option::as_ref)).await?;
-    check_references(&mut tx, &input, &visibility).await?;
-    let period: Option<(i64, Option<NaiveDate>, Option<NaiveDate>)> = sqlx::query_as(
-        "SELECT id, start_date, terminated_date FROM employment_periods WHERE employee_id = $1 ORDER BY id DESC LIMIT 1",
-    )
-    .bind(id)
-    .fetch_optional(&mut *tx)
-    .await?;
+    ssn_writes::admit(&state, &caller, fields.new_ssn()).await?;
+    check_references(&mut tx, fields, &visibility).await?;
 
-    let email = match input.text("email_address") {
+    let email = match fields.email() {
         Some(v) => v.map(str::to_owned),
-        None => current_email,
+        None => current.email_address.clone(),
     };
-    let mut errors = Vec::new();
-    require_email(&input, email.is_some(), login_id.is_some(), &mut errors);
-    let (start, end) = if input.rehire {
-        (input.start_date.flatten(), input.terminated_date.flatten())
+    let mut errors = require_email(&change, email.is_some(), current.login_id.is_some());
+    let period = if change.rehire {
+        change.period()
     } else {
-        let (s, t) = period.map(|p| (p.1, p.2)).unwrap_or_default();
-        (
-            input.start_date.unwrap_or(s),
-            input.terminated_date.unwrap_or(t),
-        )
-    };
-    if let (Some(s), Some(t)) = (start, end) {
-        if t < s && !errors.iter().any(|e| e.field == "terminatedDate") {
-            errors.push(FieldError::new(
-                "terminatedDate",
-                "before_start",
-                "Must not be before the startDate of the period.",
-            ));
+        let was = current.period();
+        employee::Period {
+            start: change.start_date.unwrap_or(was.start),
+            terminated: change.terminated_date.unwrap_or(was.terminated),
         }
-    }
+    };
+    period.check(
+        &mut errors,
+        "Must not be before the startDate of the period.",
+    );
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
-    if input.rehire && period.is_none_or(|p| p.2.is_none()) {
+    if change.rehire && !current.is_terminated() {
         return Err(ApiError::Conflict(
             "Only a terminated employee can be re-hired; this one is active.".into(),
         ));
     }
-    let i9_allowed = match input.i9 {
+    let i9_allowed = match change.i9 {
         Some(wish) => {
-            let open = has_open_i9(&mut tx, id).await?;
+            let open = employee::has_open_i9(&mut tx, id).await?;
             if open && !wish.if_allowed {
                 return Err(ApiError::Conflict(
                     "The employee has an open I-9 (or one being created); finish or park it first."
@@ -374,40 +283,50 @@ pub async fn update(
         }
         None => false,
     };
-    if let (true, None, Some(email)) = (input.create_login, login_id, email.as_deref()) {
-        check_login_free(&mut tx, email).await?;
+    if let (true, None, Some(email)) = (change.login.create, current.login_id, email.as_deref()) {
+        employee::check_login_free(&mut tx, email).await?;
     }
     // Last of the checks: a request refused anyway must not tell whether its
     // SSN is taken (api/src/ssn_writes.rs).
-    check_unique(&mut tx, &state, &caller, &visibility, &input, Some(id)).await?;
+    check_unique(&mut tx, &state, &caller, &visibility, fields, Some(id)).await?;
 
-    set_columns(&mut tx, &state, &input, id).await?;
-    match period {
-        Some((pid, _, _)) if !input.rehire => {
-            if input.start_date.is_some() || input.terminated_date.is_some() {
-                sqlx::query("UPDATE employment_periods SET start_date = $2, terminated_date = $3 WHERE id = $1")
-                    .bind(pid)
-                    .bind(start)
-                    .bind(end)
-                    .execute(&mut *tx)
-                    .await?;
-            }
-        }
-        _ => {
-            sqlx::query("INSERT INTO employment_periods (employee_id, start_date, terminated_date) VALUES ($1, $2, $3)")
-                .bind(id)
-                .bind(start)
-                .bind(end)
-                .execute(&mut *tx)
-                .await?;
-        }
+    employee::update(&mut tx, &state.cipher, id, fields).await?;
+    if change.rehire {
+        employee::start_period(&mut tx, id, period).await?;
+    } else if current.period_id.is_none()
+        || change.start_date.is_some()
+        || change.terminated_date.is_some()
+    {
+        employee::set_period(&mut tx, id, current.period_id, period).await?;
     }
-    let link = match input.i9 {
-        Some(wish) if i9_allowed => Some(request_i9(&mut tx, &state, id, wish.remote).await?.1),
+    let link = match change.i9 {
+        Some(wish) if i9_allowed => {
+            let request = I9Request::new(
+                wish.onboarding,
+                &state.config.public_base_url,
+                state.config.section1_link_ttl,
+            );
+            request.insert(&mut tx, &state.cipher, id).await?;
+            Some(request.link)
+        }
         _ => None,
     };
-    login(&mut tx, &input, id, email.as_deref(), login_id).await?;
-    audit(&mut tx, &caller, "employee.update", id, &input).await?;
+    employee::login(
+        &mut tx,
+        change.login,
+        id,
+        email.as_deref(),
+        current.login_id,
+    )
+    .await?;
+    employee::audit(
+        &mut tx,
+        &caller.actor(),
+        "employee.update",
+        id,
+        change.audit_detail(),
+    )
+    .await?;
 
     let mut rec = fetch(&mut tx, &state, &caller, &visibility, id)
         .await?
@@ -417,90 +336,18 @@ pub async fn update(
     Ok((StatusCode::OK, axum::Json(rec)).into_response())
 }
 
-/// Write the body's columns (and SSN) to an existing employee.
-pub async fn set_columns(
-    tx: &mut PgConnection,
-    state: &AppState,
-    input: &EmployeeInput,
-    id: i64,
-) -> ApiResult<()> {
-    if !input.columns.is_empty() || input.ssn.is_some() {
-        let mut update = QueryBuilder::<Postgres>::new("UPDATE employees SET updated_at = now()");
-        for (c, v) in &input.columns {
-            update.push(format_args!(", {c} = "));
-            push_column(&mut update, v);
-        }
-        if let Some(ssn) = &input.ssn {
-            update.push(", ssn_ciphertext = ").push_bind(
-                ssn.as_ref()
-                    .map(|s| state.cipher.encrypt_ssn(Purpose::EmployeeSsn, s)),
-            );
-            update
-                .push(", ssn_hash = ")
-                .push_bind(ssn.as_ref().map(|s| state.cipher.ssn_search_hash(s)));
-            update
-                .push(", ssn_hash_check = ")
-                .push_bind(ssn.as_ref().map(|s| state.cipher.ssn_search_hashes(s)));
-            update
-                .push(", ssn_last4 = ")
-                .push_bind(ssn.as_ref().map(|s| s.last4().to_owned()));
-        }
-        update.push(" WHERE id = ").push_bind(id);
-        update
-            .build()
-            .execute(&mut *tx)
-            .await
-            .map_err(unique_violation)?;
-    }
-    Ok(())
-}
-
-pub fn parse_body(headers: &HeaderMap, body: &[u8], op: Operation) -> ApiResult<EmployeeInput> {
-    let object = crate::body::json_object(headers, body)?;
-    input::parse(&serde_json::Value::Object(object), op).map_err(ApiError::Validation)
-}
-
-/// `locationId` and `legalEntity` must exist (422); the caller must see the group (403).
+/// `locationId` and `legalEntity` must exist (422); the caller must see the
+/// group (403).
 pub async fn check_references(
-    tx: &mut PgConnection,
-    input: &EmployeeInput,
+    conn: &mut PgConnection,
+    fields: &EmployeeFields,
     visibility: &Visibility,
 ) -> ApiResult<()> {
-    let mut errors = Vec::new();
-    let mut hidden = false;
-    if let Some(Some(group)) = input.int("location_id") {
-        let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM groups WHERE id = $1)")
-            .bind(group)
-            .fetch_one(&mut *tx)
-            .await?;
-        if !exists {
-            errors.push(FieldError::new(
-                "locationId",
-                "not_found",
-                "No group has this id.",
-            ));
-        } else if !visibility.may_place_in(group) {
-            hidden = true;
-        }
-    }
-    if let Some(Some(entity)) = input.int("legal_entity_id") {
-        let exists: bool =
-            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM legal_entities WHERE id = $1)")
-                .bind(entity)
-                .fetch_one(&mut *tx)
-                .await?;
-        if !exists {
-            errors.push(FieldError::new(
-                "legalEntity",
-                "not_found",
-                "No legal entity has this id.",
-            ));
-        }
-    }
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
-    if hidden {
+    employee::check_references(conn, fields.location_id, fields.legal_entity_id.flatten()).await?;
+    if fields
+        .location_id
+        .is_some_and(|group| !visibility.may_place_in(group))
+    {
         return Err(ApiError::Forbidden(
             "You cannot place employees in a group outside your own.".into(),
         ));
@@ -508,20 +355,17 @@ pub async fn check_references(
     Ok(())
 }
 
-fn require_email(
-    input: &EmployeeInput,
-    has_email: bool,
-    has_login: bool,
-    errors: &mut Vec<FieldError>,
-) {
+/// What a remote-hire I-9 and a sign-in need: the employee's email address.
+fn require_email(change: &EmployeeChange, has_email: bool, has_login: bool) -> Vec<FieldError> {
+    let mut errors = Vec::new();
     if !has_email {
-        if input.i9.is_some_and(|w| w.remote) {
+        if change.i9.is_some_and(|w| w.onboarding.is_remote()) {
             errors.push(FieldError::new(
                 "emailAddress",
                 "required",
                 "A remote-hire I-9 needs the employee's emailAddress.",
             ));
-        } else if input.create_login || input.send_login_email {
+        } else if change.login.any() {
             errors.push(FieldError::new(
                 "emailAddress",
                 "required",
@@ -529,13 +373,14 @@ fn require_email(
             ));
         }
     }
-    if input.send_login_email && !input.create_login && !has_login {
+    if change.login.send_email && !change.login.create && !has_login {
         errors.push(FieldError::new(
             "sendLoginEmail",
             "no_login",
             "The employee has no sign-in; send createLogin: true as well.",
         ));
     }
+    errors
 }
 
 /// 409 when `profileId` or the SSN already belongs to another employee. The
@@ -545,395 +390,73 @@ fn require_email(
 /// trial. Unnamed, it reads exactly as for any other holder, wherever it is
 /// (docs/api.md, "Writing employees").
 pub async fn check_unique(
-    tx: &mut PgConnection,
+    conn: &mut PgConnection,
     state: &AppState,
     caller: &Caller,
     visibility: &Visibility,
-    input: &EmployeeInput,
+    fields: &EmployeeFields,
     me: Option<i64>,
 ) -> ApiResult<()> {
-    if let Some(Some(profile)) = input.text("profile_id") {
-        let holder: Option<(i64, i64, Option<i64>)> = sqlx::query_as(
-            "SELECT id, location_id, integration_client_id FROM employees
-             WHERE lower(profile_id) = lower($1) AND id IS DISTINCT FROM $2",
-        )
-        .bind(profile)
-        .bind(me)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some((id, location, client)) = holder {
-            let named = visibility.sees(location, client);
-            return Err(duplicate("profileId", named.then_some(id)));
-        }
+    let Some(Holder {
+        field,
+        id,
+        location_id,
+        client_id,
+    }) = employee::holder(conn, &state.cipher, fields, me).await?
+    else {
+        return Ok(());
+    };
+    let mut named = visibility.sees(location_id, client_id);
+    if field == "socialSecurityNumber" {
+        ssn_writes::conflict(state, caller, id).await?;
+        named &= caller.has(Permission::FullSsn);
     }
-    if let Some(Some(ssn)) = &input.ssn {
-        let holder: Option<(i64, i64, Option<i64>)> = sqlx::query_as(
-            "SELECT id, location_id, integration_client_id FROM employees
-             WHERE ssn_hash = ANY($1) AND id IS DISTINCT FROM $2",
-        )
-        // Under every key of the ring: a record hashed under an older key is taken too.
-        .bind(state.cipher.ssn_search_hashes(ssn))
-        .bind(me)
-        .fetch_optional(&mut *tx)
-        .await?;
-        if let Some((id, location, client)) = holder {
-            ssn_writes::conflict(state, caller, id).await?;
-            let named = visibility.sees(location, client) && caller.has(Permission::FullSsn);
-            return Err(duplicate("socialSecurityNumber", named.then_some(id)));
-        }
-    }
-    Ok(())
-}
-
-/// The 409 of a taken `field`, naming `holder` when given.
-fn duplicate(field: &str, holder: Option<i64>) -> ApiError {
-    ApiError::Conflict(match holder {
-        Some(id) => format!(
+    Err(ApiError::Conflict(match named {
+        true => format!(
             "{field} already belongs to employee {id}; re-hire with PATCH /v1/employees/{id}."
         ),
-        None => format!("{field} already belongs to another employee."),
-    })
-}
-
-/// A unique index caught what the checks above missed (a concurrent write).
-pub fn unique_violation(e: sqlx::Error) -> ApiError {
-    match &e {
-        sqlx::Error::Database(db) => match db.constraint() {
-            Some("employees_profile_id_key") => duplicate("profileId", None),
-            Some("employees_ssn_hash_key") => duplicate("socialSecurityNumber", None),
-            Some("i9_requests_one_pending" | "i9s_one_open_per_employee") => {
-                ApiError::Conflict("The employee has an open I-9 (or one being created).".into())
-            }
-            Some("users_login_key") => {
-                ApiError::Conflict("emailAddress is already the login of another user.".into())
-            }
-            // Two partner pushes of one new candidate at once: the other won.
-            Some("employees_integration_candidate_key") => ApiError::Conflict(
-                "Another request created this candidate a moment ago, and its answer carried \
-                 the Section 1 link. Send each push with an Idempotency-Key: a repeated push then \
-                 gets the first answer again."
-                    .into(),
-            ),
-            _ => e.into(),
-        },
-        _ => e.into(),
-    }
-}
-
-pub async fn has_open_i9(tx: &mut PgConnection, employee: i64) -> Result<bool, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM i9s WHERE employee_id = $1
-                          AND status IN ('Section 1 Incomplete', 'Signed Sec 1', 'Signed Sec 2'))
-             OR EXISTS (SELECT 1 FROM i9_requests WHERE employee_id = $1 AND i9_id IS NULL)",
-    )
-    .bind(employee)
-    .fetch_one(&mut *tx)
-    .await
-}
-
-/// Request an I-9 for `employee`: its Section 1 link token is issued now (the
-/// response carries the link); a worker creates the I-9. Returns the
-/// request's id and the link.
-pub async fn request_i9(
-    tx: &mut PgConnection,
-    state: &AppState,
-    employee: i64,
-    remote: bool,
-) -> ApiResult<(Uuid, String)> {
-    let token = new_token("s1_");
-    let request_id = Uuid::new_v4();
-    let expires = Utc::now()
-        + chrono::Duration::from_std(state.config.section1_link_ttl)
-            .unwrap_or(chrono::Duration::days(14));
-    sqlx::query(
-        "INSERT INTO i9_requests (id, employee_id, remote, onboarding_type, section1_token_hash,
-                                  section1_token_ciphertext, section1_expires_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7)",
-    )
-    .bind(request_id)
-    .bind(employee)
-    .bind(remote)
-    .bind(if remote { "remote" } else { "on-site" })
-    .bind(token_hash(&token))
-    .bind(
-        state
-            .cipher
-            .encrypt(Purpose::Section1Token, token.as_bytes()),
-    )
-    .bind(expires)
-    .execute(&mut *tx)
-    .await
-    .map_err(unique_violation)?;
-    outbox::enqueue(tx, Job::CreateI9 { request_id }).await?;
-    Ok((
-        request_id,
-        i9_common::links::section1(&state.config.public_base_url, &token),
-    ))
+        false => format!("{field} already belongs to another employee."),
+    }))
 }
 
 /// The Section 1 link of the I-9 request `request`, as the write that issued
-/// it answered (for a replay; the token is kept encrypted).
+/// it answered (for a replay).
 pub async fn section1_link(
     conn: &mut PgConnection,
     state: &AppState,
-    request: Uuid,
+    request: uuid::Uuid,
 ) -> ApiResult<String> {
-    let ciphertext: Vec<u8> =
-        sqlx::query_scalar("SELECT section1_token_ciphertext FROM i9_requests WHERE id = $1")
-            .bind(request)
-            .fetch_one(&mut *conn)
-            .await?;
-    let token = state
-        .cipher
-        .decrypt(Purpose::Section1Token, &ciphertext)
-        .ok()
-        .and_then(|t| String::from_utf8(t).ok())
-        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("a Section 1 token does not decrypt")))?;
-    Ok(i9_common::links::section1(
-        &state.config.public_base_url,
-        &token,
-    ))
+    i9_request::section1_link(conn, &state.cipher, &state.config.public_base_url, request)
+        .await?
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("a Section 1 token does not decrypt")))
 }
 
-/// An I-9 requested by a write: its id, its Section 1 link token (issued
-/// now, so the response can carry the link) and the job that creates it.
-struct I9Request {
-    id: Uuid,
-    remote: bool,
-    token: String,
-    link: String,
-    ciphertext: Vec<u8>,
-    expires: chrono::DateTime<Utc>,
-    envelope: i9_common::jobs::Envelope,
-}
-
-impl I9Request {
-    fn new(state: &AppState, remote: bool) -> Self {
-        let token = new_token("s1_");
-        let id = Uuid::new_v4();
-        Self {
-            id,
-            remote,
-            link: i9_common::links::section1(&state.config.public_base_url, &token),
-            ciphertext: state
-                .cipher
-                .encrypt(Purpose::Section1Token, token.as_bytes()),
-            expires: Utc::now()
-                + chrono::Duration::from_std(state.config.section1_link_ttl)
-                    .unwrap_or(chrono::Duration::days(14)),
-            envelope: outbox::envelope(Job::CreateI9 { request_id: id }),
-            token,
-        }
-    }
-
-    /// `r`: the request, `o`: its job in the outbox, `n`: the relays' wake-up.
-    fn push_ctes(&self, q: &mut QueryBuilder<'_, Postgres>) {
-        q.push(
-            ", r AS (INSERT INTO i9_requests (id, employee_id, remote, onboarding_type, section1_token_hash,
-                                              section1_token_ciphertext, section1_expires_at) SELECT ",
-        );
-        q.push_bind(self.id)
-            .push(", e.id, ")
-            .push_bind(self.remote)
-            .push(", ");
-        q.push_bind(if self.remote { "remote" } else { "on-site" })
-            .push(", ");
-        q.push_bind(token_hash(&self.token))
-            .push(", ")
-            .push_bind(self.ciphertext.clone());
-        q.push(", ").push_bind(self.expires).push(" FROM e)");
-        q.push(", o AS (INSERT INTO job_outbox (job_id, kind, payload) SELECT ");
-        q.push_bind(self.envelope.job_id).push(", ");
-        q.push_bind(self.envelope.job.kind().name()).push(", ");
-        q.push_bind(sqlx::types::Json(self.envelope.clone()))
-            .push(" FROM e)");
-        q.push(", n AS (SELECT pg_notify(")
-            .push_bind(outbox::NOTIFY_CHANNEL)
-            .push(", ''))");
-    }
-}
-
-/// Why the insert failed, in the caller's terms: a missing reference (422),
-/// a group outside the caller's (403), or a duplicate (409, see [`check_unique`]).
-async fn insert_error(
+/// Why the one-statement create failed, in the caller's terms: a missing
+/// reference (422), a group outside the caller's (403), or a duplicate (409,
+/// see [`check_unique`]). The unique index fires before the foreign keys
+/// are checked: a request with a missing reference is refused for that, so
+/// that it does not tell whether its SSN is taken (api/src/ssn_writes.rs).
+async fn create_error(
     e: sqlx::Error,
     state: &AppState,
     caller: &Caller,
     visibility: &Visibility,
-    input: &EmployeeInput,
+    fields: &EmployeeFields,
 ) -> ApiError {
-    let constraint = match &e {
-        sqlx::Error::Database(db) => db.constraint().map(str::to_owned),
-        _ => None,
+    let Some(constraint) = employee::create_constraint(&e).map(str::to_owned) else {
+        return employee::constraint_error(e).into();
     };
-    match constraint.as_deref() {
-        Some("employees_location_id_fkey" | "employees_legal_entity_id_fkey") => {
-            match state.pool.begin().await {
-                Ok(mut conn) => match check_references(&mut conn, input, visibility).await {
-                    Err(err) => err,
-                    Ok(()) => e.into(),
-                },
-                Err(err) => err.into(),
-            }
+    let explained = async {
+        let mut conn = state.pool.begin().await?;
+        check_references(&mut conn, fields, visibility).await?;
+        if constraint.ends_with("_key") {
+            check_unique(&mut conn, state, caller, visibility, fields, None).await?;
         }
-        // The unique index fires before the foreign keys are checked: a
-        // request with a missing reference is refused for that, so that it
-        // does not tell whether its SSN is taken (api/src/ssn_writes.rs).
-        Some("employees_profile_id_key" | "employees_ssn_hash_key") => {
-            match state.pool.begin().await {
-                Ok(mut conn) => match check_references(&mut conn, input, visibility).await {
-                    Err(err) => err,
-                    Ok(()) => {
-                        match check_unique(&mut conn, state, caller, visibility, input, None).await
-                        {
-                            Err(err) => err,
-                            Ok(()) => unique_violation(e),
-                        }
-                    }
-                },
-                Err(err) => err.into(),
-            }
-        }
-        _ => unique_violation(e),
+        Ok::<(), ApiError>(())
     }
-}
-
-/// 409 when `email`, the login a `createLogin` would create, is taken.
-async fn check_login_free(tx: &mut PgConnection, email: &str) -> ApiResult<()> {
-    let taken: bool =
-        sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM users WHERE lower(login) = lower($1))")
-            .bind(email)
-            .fetch_one(&mut *tx)
-            .await?;
-    if taken {
-        return Err(ApiError::Conflict(
-            "emailAddress is already the login of another user.".into(),
-        ));
-    }
-    Ok(())
-}
-
-/// `createLogin` creates the employee's sign-in (login = email address, no
-/// password until the employee sets one); `sendLoginEmail` emails the link.
-async fn login(
-    tx: &mut PgConnection,
-    input: &EmployeeInput,
-    employee: i64,
-    email: Option<&str>,
-    mut user: Option<i64>,
-) -> ApiResult<()> {
-    if !input.create_login && !input.send_login_email {
-        return Ok(());
-    }
-    if input.create_login && user.is_none() {
-        let Some(email) = email else { return Ok(()) };
-        check_login_free(tx, email).await?;
-        user = Some(
-            sqlx::query_scalar(
-                "INSERT INTO users (login, first_name, last_name, email_address, role_id, employee_id)
-                 SELECT $1, e.first_name, e.last_name, $1, r.id, e.id
-                 FROM employees e, roles r WHERE e.id = $2 AND lower(r.name) = $3
-                 RETURNING id",
-            )
-            .bind(email)
-            .bind(employee)
-            .bind(SELF_SERVICE_ROLE)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(unique_violation)?,
-        );
-    }
-    if input.send_login_email {
-        if let Some(user_id) = user {
-            outbox::enqueue(tx, Job::SendLoginEmail { user_id }).await?;
-        }
-    }
-    Ok(())
-}
-
-fn audit_detail(input: &EmployeeInput) -> serde_json::Value {
-    serde_json::json!({
-        "fields": input.field_names(),
-        "i9": input.i9.map(|w| if w.remote { "remote" } else { "on-site" }),
-        "createLogin": input.create_login,
-        "sendLoginEmail": input.send_login_email,
-        "rehire": input.rehire,
-    })
-}
-
-async fn audit(
-    tx: &mut PgConnection,
-    caller: &Caller,
-    action: &str,
-    id: i64,
-    input: &EmployeeInput,
-) -> ApiResult<()> {
-    sqlx::query(
-        "INSERT INTO audit_log (user_id, client_id, action, resource_type, resource_id, request_id, detail)
-         VALUES ($1, $2, $3, 'employee', $4, $5, $6)",
-    )
-    .bind(caller.user_id)
-    .bind(caller.client_id)
-    .bind(action)
-    .bind(id.to_string())
-    .bind(&caller.request_id)
-    .bind(audit_detail(input))
-    .execute(&mut *tx)
-    .await?;
-    Ok(())
-}
-
-fn push_column(qb: &mut QueryBuilder<'_, Postgres>, v: &ColumnValue) {
-    match v {
-        ColumnValue::Text(t) => qb.push_bind(t.clone()),
-        ColumnValue::Date(d) => qb.push_bind(*d),
-        ColumnValue::Int(i) => qb.push_bind(*i),
-        ColumnValue::SmallInt(i) => qb.push_bind(*i),
-    };
-}
-
-/// `INSERT INTO employees (<the body's columns and SSN>) VALUES (...)`.
-pub fn push_insert(q: &mut QueryBuilder<'_, Postgres>, state: &AppState, input: &EmployeeInput) {
-    q.push("INSERT INTO employees (");
-    let mut cols = q.separated(", ");
-    for (c, _) in &input.columns {
-        cols.push(*c);
-    }
-    if input.ssn.is_some() {
-        cols.push("ssn_ciphertext")
-            .push("ssn_hash")
-            .push("ssn_hash_check")
-            .push("ssn_last4");
-    }
-    q.push(") VALUES (");
-    push_values(q, state, input);
-    q.push(")");
-}
-
-fn push_values(qb: &mut QueryBuilder<'_, Postgres>, state: &AppState, input: &EmployeeInput) {
-    let mut first = true;
-    let mut sep = |qb: &mut QueryBuilder<'_, Postgres>| {
-        if !first {
-            qb.push(", ");
-        }
-        first = false;
-    };
-    for (_, v) in &input.columns {
-        sep(qb);
-        push_column(qb, v);
-    }
-    if let Some(ssn) = &input.ssn {
-        sep(qb);
-        qb.push_bind(
-            ssn.as_ref()
-                .map(|s| state.cipher.encrypt_ssn(Purpose::EmployeeSsn, s)),
-        );
-        sep(qb);
-        qb.push_bind(ssn.as_ref().map(|s| state.cipher.ssn_search_hash(s)));
-        // The uniqueness trigger looks for these (migrations, ..._ssn_unique_across_hash_keys).
-        sep(qb);
-        qb.push_bind(ssn.as_ref().map(|s| state.cipher.ssn_search_hashes(s)));
-        sep(qb);
-        qb.push_bind(ssn.as_ref().map(|s| s.last4().to_owned()));
+    .await;
+    match explained {
+        Err(err) => err,
+        Ok(()) => employee::constraint_error(e).into(),
     }
 }

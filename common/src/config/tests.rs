@@ -1,0 +1,487 @@
+use super::*;
+use std::cell::RefCell;
+
+const K1: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
+const K2: &str = "AgICAgICAgICAgICAgICAgICAgICAgICAgICAgICAgI=";
+
+fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn read_err(binary: Binary, pairs: &[(&str, &str)]) -> String {
+    format!("{:#}", read(binary, &vars(pairs)).unwrap_err())
+}
+
+#[test]
+fn booleans_accept_every_usual_word() {
+    for w in ["1", "true", "TRUE", "yes", "on", " On "] {
+        assert_eq!(bool_word(w), Some(true), "{w}");
+    }
+    for w in ["0", "false", "No", "off"] {
+        assert_eq!(bool_word(w), Some(false), "{w}");
+    }
+    for w in ["", "2", "enable", "truthy"] {
+        assert_eq!(bool_word(w), None, "{w}");
+    }
+}
+
+#[test]
+fn trusted_proxies_are_addresses_or_networks() {
+    let name = "TRUSTED_PROXIES";
+    let nets = parse_proxies(name, " 10.0.0.0/8, 192.0.2.7 ,::1,").unwrap();
+    assert_eq!(
+        nets,
+        vec![
+            "10.0.0.0/8".parse::<ipnet::IpNet>().unwrap(),
+            "192.0.2.7/32".parse().unwrap(),
+            "::1/128".parse().unwrap(),
+        ]
+    );
+    let e = parse_proxies(name, "10.0.0.0/8, proxy.local")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("proxy.local"), "{e}");
+    let dev = [("APP_ENV", "development")];
+    let c = read(Binary::Api, &vars(&dev)).unwrap().config;
+    assert!(c.trusted_proxies.is_empty());
+}
+
+#[test]
+fn a_proxy_network_of_every_address_is_refused() {
+    for all in ["0.0.0.0/0", "::/0", "10.0.0.0/0"] {
+        let e = parse_proxy("TRUSTED_PROXIES", all).unwrap_err().to_string();
+        assert!(
+            e.starts_with("TRUSTED_PROXIES: ") && e.contains("is every address"),
+            "{all}: {e}"
+        );
+    }
+    assert!(parse_proxy("TRUSTED_PROXIES", "0.0.0.0/1").is_ok());
+    assert!(parse_proxy("TRUSTED_PROXIES", "0.0.0.0").is_ok());
+}
+
+#[test]
+fn a_prefix_length_out_of_range_is_named_as_such() {
+    for (net, expect) in [
+        (
+            "10.0.0.0/33",
+            "prefix length of 33, out of range: an IPv4 network's is 0 to 32",
+        ),
+        (
+            "2001:db8::/129",
+            "prefix length of 129, out of range: an IPv6 network's is 0 to 128",
+        ),
+    ] {
+        let e = parse_proxy("TRUSTED_PROXIES", net).unwrap_err().to_string();
+        assert!(e.contains(expect), "{net}: {e}");
+    }
+    for bad in ["10.0.0.0/x", "10.0.0/8", "proxy.local"] {
+        let e = parse_proxy("TRUSTED_PROXIES", bad).unwrap_err().to_string();
+        assert!(
+            e.contains("must list IP addresses or networks"),
+            "{bad}: {e}"
+        );
+    }
+}
+
+#[test]
+fn the_database_url_must_be_a_postgres_url() {
+    for ok in [
+        "postgres://u:p@db:5432/i9",
+        "postgresql://db/i9?sslmode=verify-full&sslrootcert=/etc/ca.pem",
+        "POSTGRES://db/i9",
+    ] {
+        assert!(check_database_url(ok).is_ok(), "{ok}");
+    }
+    for (bad, expect) in [
+        ("mysql://u:hunter2@db/i9", "not mysql://"),
+        ("http://u:hunter2@db/i9", "not http://"),
+        (
+            "db:5432/i9 hunter2",
+            "(postgres://user:password@host:5432/database)",
+        ),
+    ] {
+        let e = check_database_url(bad).unwrap_err().to_string();
+        assert!(
+            e.starts_with("DATABASE_URL must be a postgres:// or postgresql:// URL")
+                && e.contains(expect),
+            "{bad}: {e}"
+        );
+        assert!(!e.contains("hunter2"), "{e}");
+    }
+}
+
+#[test]
+fn the_defaults_are_those_of_the_table() {
+    let s = read(Binary::Worker, &vars(&[("APP_ENV", "development")])).unwrap();
+    let c = &s.config;
+    assert_eq!(c.database_url.expose_secret(), DEFAULT_DATABASE_URL);
+    assert_eq!(c.amqp_url.expose_secret(), DEFAULT_AMQP_URL);
+    assert_eq!(c.amqp_prefix, "i9");
+    assert_eq!(c.database_max_connections, 20);
+    assert_eq!(c.startup_timeout, Duration::from_secs(60));
+    assert_eq!(c.bind_addr, ([127, 0, 0, 1], 8080).into());
+    assert_eq!(c.public_base_url, "http://127.0.0.1:8080");
+    assert_eq!(c.mail_dir, PathBuf::from("mail-out"));
+    assert!(c.smtp_url.is_none() && !c.smtp_allow_plaintext_auth && !c.allow_private_callbacks);
+    assert_eq!(c.refresh_token_ttl, Duration::from_secs(14 * 24 * 3600));
+    assert_eq!(c.auth_cache_ttl, Duration::from_secs(5));
+    assert_eq!(
+        c.sign_in_address,
+        ThrottleLimit {
+            free_failures: 20,
+            forget: Duration::from_secs(12)
+        }
+    );
+    assert_eq!(c.password_hash_concurrency, cores());
+    assert_eq!(c.http_max_connections_per_address, 256);
+    assert_eq!(
+        c.retention_processed_jobs,
+        Duration::from_secs(30 * 24 * 3600)
+    );
+    assert_eq!(
+        c.log,
+        LogSettings {
+            filter: None,
+            json: false
+        }
+    );
+    // The retry settings' defaults are the policies' constants.
+    assert_eq!(s.worker.retry, RetryPolicy::JOBS);
+    assert_eq!(s.worker.callback_retry, RetryPolicy::CALLBACKS);
+    assert_eq!(s.worker.kinds, JobKind::ALL.to_vec());
+    assert_eq!(s.worker.prefetch, 8);
+    assert!(!s.worker.no_relay && !s.api.no_relay);
+    assert!(!c.production);
+}
+
+/// Records which variables a read asks for.
+struct Recording(HashMap<String, String>, RefCell<Vec<String>>);
+
+impl Source for Recording {
+    fn get(&self, name: &str) -> Option<String> {
+        self.1.borrow_mut().push(name.to_owned());
+        self.0.get(name).cloned()
+    }
+}
+
+#[test]
+fn every_variable_of_the_table_is_read_by_some_binary_and_only_those() {
+    let mut asked = Vec::new();
+    for binary in [Binary::Api, Binary::Worker, Binary::Admin] {
+        let source = Recording(vars(&[("APP_ENV", "development")]), RefCell::default());
+        read(binary, &source).unwrap();
+        for name in source.1.take() {
+            let spec = VARS.iter().find(|v| v.name == name);
+            let retired = RETIRED.iter().any(|(old, _)| *old == name);
+            let file = name
+                .strip_suffix("_FILE")
+                .is_some_and(|n| VARS.iter().any(|v| v.secret && v.name == n));
+            assert!(
+                spec.is_some_and(|v| v.readers.include(binary)) || retired || file,
+                "{binary:?} read {name}"
+            );
+            asked.push(name);
+        }
+    }
+    for v in VARS {
+        assert!(
+            asked.iter().any(|a| a == v.name),
+            "{} is never read",
+            v.name
+        );
+    }
+}
+
+#[test]
+fn the_readme_table_lists_every_variable_with_its_default() {
+    let readme = include_str!("../../../README.md");
+    let table = readme
+        .split("## Configuration")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap();
+    let rows: Vec<(Vec<&str>, &str)> = table
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').collect();
+            let names = cells[1]
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .filter(|n| {
+                    n.chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                })
+                .collect();
+            (names, cells[2])
+        })
+        .collect();
+    let documented: Vec<&str> = rows.iter().flat_map(|(n, _)| n.iter().copied()).collect();
+    for v in VARS {
+        let row = rows.iter().find(|(names, _)| names.contains(&v.name));
+        let Some((_, default)) = row else {
+            panic!("{} is not in the README's Configuration table", v.name)
+        };
+        if v.secret {
+            let line = table
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}`", v.name)))
+                .unwrap_or_default();
+            assert!(
+                line.contains("_FILE"),
+                "{}: say it may be given as a file",
+                v.name
+            );
+        }
+        if let Text(t) = v.default {
+            assert!(
+                default.contains(&format!("`{t}`")),
+                "{}: the README's default {default:?} is not `{t}`",
+                v.name
+            );
+        }
+    }
+    for name in documented.into_iter().filter(|n| *n != "_FILE") {
+        let known = VARS.iter().any(|v| v.name == name)
+            || RETIRED.iter().any(|(old, _)| *old == name)
+            || table
+                .lines()
+                .any(|l| l.contains(&format!("`{name}`")) && l.contains("Tests only"));
+        assert!(known, "the README documents {name}, which no binary reads");
+    }
+}
+
+#[test]
+fn the_debug_output_of_a_configuration_holds_no_secret() {
+    let dir = std::env::temp_dir().join(format!("i9-config-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir(&dir).unwrap();
+    let key_file = dir.join("hash-keys");
+    std::fs::write(&key_file, format!("3:{K2}\n")).unwrap();
+    let s = read(
+        Binary::Worker,
+        &vars(&[
+            (
+                "DATABASE_URL",
+                "postgres://i9:db-pass-7Qx@db.internal:5432/i9?sslmode=verify-full",
+            ),
+            (
+                "AMQP_URL",
+                "amqps://mq-user:mq-pass-9Zr@mq.internal:5671/i9",
+            ),
+            ("SMTP_URL", "smtps://mailer:smtp-pass-4Kd@relay.example:465"),
+            ("DATA_ENCRYPTION_KEYS", &format!("2:{K1}")),
+            ("SSN_HASH_KEYS_FILE", key_file.to_str().unwrap()),
+        ]),
+    )
+    .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let c = &s.config;
+    assert!(c.production);
+    // The secrets are there, behind expose_secret().
+    assert!(c.database_url.expose_secret().contains("db-pass-7Qx"));
+    assert!(c
+        .smtp_url
+        .as_ref()
+        .unwrap()
+        .expose_secret()
+        .contains("smtp-pass-4Kd"));
+    assert_eq!(c.data_keys.exposed(), [(2, [1u8; 32])]);
+    assert_eq!(c.ssn_hash_keys.exposed(), [(3, vec![2u8; 32])]);
+    for shown in [format!("{c:?}"), format!("{c:#?}"), format!("{s:?}")] {
+        for secret in [
+            "db-pass-7Qx",
+            "mq-pass-9Zr",
+            "smtp-pass-4Kd",
+            "mq-user",
+            "mailer:",
+            "db.internal",
+            "AQEB",
+            "AgIC",
+            "1, 1, 1",
+            "2, 2, 2",
+        ] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        // What is not secret is still shown.
+        assert!(
+            shown.contains("public_base_url") && shown.contains("REDACTED"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("KeyRing(ids [2])") && shown.contains("KeyRing(ids [3])"),
+            "{shown}"
+        );
+    }
+}
+
+#[test]
+fn every_invalid_value_is_named_at_once_never_a_secrets_value() {
+    let e = read_err(
+        Binary::Api,
+        &[
+            ("APP_ENV", "development"),
+            ("DATABASE_URL", "mysql://u:hunter2@db/i9"),
+            ("AMQP_URL", "http://guest:hunter3@mq"),
+            ("ACCESS_TOKEN_TTL_SECS", "soon"),
+            ("ALLOW_PRIVATE_CALLBACKS", "perhaps"),
+            ("HTTP_MAX_CONNECTIONS", "0"),
+            ("BIND_ADDR", "localhost"),
+            ("LOG_FORMAT", "xml"),
+            ("SIGN_IN_WINDOW_SECS", "60"),
+        ],
+    );
+    for expect in [
+        "DATABASE_URL must be a postgres:// or postgresql:// URL, not mysql://",
+        "AMQP_URL must be an amqp:// or amqps:// URL, not http://",
+        "ACCESS_TOKEN_TTL_SECS must be a positive number of seconds",
+        "ALLOW_PRIVATE_CALLBACKS must be true or false",
+        "HTTP_MAX_CONNECTIONS must be at least 1",
+        "BIND_ADDR must be host:port",
+        "LOG_FORMAT must be text or json",
+        "SIGN_IN_WINDOW_SECS is no longer read",
+    ] {
+        assert!(e.contains(expect), "{expect}: {e}");
+    }
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(!e.contains("hunter2") && !e.contains("hunter3"), "{e}");
+    // Keys are reported with the rest.
+    let e = read_err(
+        Binary::Admin,
+        &[("STARTUP_TIMEOUT_SECS", "x"), ("LOG_FORMAT", "xml")],
+    );
+    assert!(
+        e.contains("no keys: set DATA_ENCRYPTION_KEYS") && e.contains("LOG_FORMAT"),
+        "{e}"
+    );
+    // A secret's file that cannot be read is named, with its path.
+    let e = read_err(
+        Binary::Admin,
+        &[
+            ("APP_ENV", "development"),
+            ("DATABASE_URL_FILE", "/nonexistent/i9-db-url"),
+        ],
+    );
+    assert!(
+        e.starts_with("reading DATABASE_URL_FILE (/nonexistent/i9-db-url)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_binary_reads_only_its_own_settings() {
+    let bad_worker = [
+        ("APP_ENV", "development"),
+        ("WORKER_KINDS", ","),
+        ("SMTP_URL", "smtp://u:pw@relay.example"),
+    ];
+    assert!(read(Binary::Api, &vars(&bad_worker)).is_ok());
+    let e = read_err(Binary::Worker, &bad_worker);
+    assert!(
+        e.starts_with("WORKER_KINDS (or --kinds) names no job kind")
+            && e.contains("SMTP_URL carries a user name and password but no TLS"),
+        "{e}"
+    );
+    let bad_api = [("APP_ENV", "development"), ("TRUSTED_PROXIES", "0.0.0.0/0")];
+    assert!(read(Binary::Worker, &vars(&bad_api)).is_ok());
+    assert!(read_err(Binary::Api, &bad_api).contains("is every address"));
+}
+
+#[test]
+fn worker_settings_are_read_and_checked() {
+    let dev = ("APP_ENV", "development");
+    let s = read(
+        Binary::Worker,
+        &vars(&[
+            dev,
+            ("WORKER_KINDS", " send_login_email,create_i9 , create_i9"),
+            ("CALLBACK_MAX_ATTEMPTS", "4"),
+            ("CALLBACK_RETRY_BASE_SECS", "1"),
+            ("CALLBACK_RETRY_CAP_SECS", "2"),
+            ("WORKER_NO_RELAY", "yes"),
+        ]),
+    )
+    .unwrap()
+    .worker;
+    assert_eq!(s.kinds, [JobKind::CreateI9, JobKind::SendLoginEmail]);
+    assert_eq!(
+        (
+            s.callback_retry.max_attempts,
+            s.callback_retry.base,
+            s.callback_retry.cap
+        ),
+        (4, Duration::from_secs(1), Duration::from_secs(2))
+    );
+    assert_eq!(s.callback_retry.jitter, RetryPolicy::CALLBACKS.jitter);
+    assert!(s.no_relay);
+    let e = read_err(
+        Binary::Worker,
+        &[
+            dev,
+            ("CALLBACK_RETRY_BASE_SECS", "10"),
+            ("CALLBACK_RETRY_CAP_SECS", "2"),
+        ],
+    );
+    assert!(
+        e.contains("CALLBACK_RETRY_BASE_SECS (10) must not exceed CALLBACK_RETRY_CAP_SECS (2)"),
+        "{e}"
+    );
+    for (name, value) in [
+        ("JOB_MAX_ATTEMPTS", "0"),
+        ("JOB_RETRY_BASE_SECS", "0"),
+        ("CALLBACK_RETRY_CAP_SECS", "-1"),
+        ("JOB_RETRY_CAP_SECS", "soon"),
+        ("WORKER_PREFETCH", "70000"),
+        ("WORKER_KINDS", "create_i9,nope"),
+    ] {
+        let e = read_err(Binary::Worker, &[dev, (name, value)]);
+        assert!(e.starts_with(name), "{name}={value}: {e}");
+    }
+    // The command line stands in for the variable.
+    let env = vars(&[dev, ("WORKER_KINDS", "create_i9")]);
+    let args = WithArgs {
+        args: vec![("WORKER_KINDS", "post_status_callback".into())],
+        rest: &env,
+    };
+    let s = read(Binary::Worker, &args).unwrap().worker;
+    assert_eq!(s.kinds, [JobKind::PostStatusCallback]);
+}
+
+#[test]
+fn smtp_urls_take_lettres_forms_and_keep_passwords_off_plain_connections() {
+    let check = |url: &str, allow: bool, ca: bool| {
+        SmtpSecurity::check(&SecretString::from(url.to_owned()), allow, ca)
+    };
+    for (url, security) in [
+        ("smtp://mailpit:1025", SmtpSecurity::Plain),
+        ("smtps://u:p@relay.example", SmtpSecurity::Implicit),
+        (
+            "smtp://u:p@relay.example:587?tls=required",
+            SmtpSecurity::StartTls,
+        ),
+        (
+            "smtp://relay.example?tls=opportunistic",
+            SmtpSecurity::Opportunistic,
+        ),
+    ] {
+        assert_eq!(
+            check(url, false, false).map(|(s, _)| s),
+            Ok(security),
+            "{url}"
+        );
+    }
+    let e = check("smtp://u:s3cret@relay.example", false, false).unwrap_err();
+    assert!(
+        e.contains("SMTP_ALLOW_PLAINTEXT_AUTH=true") && !e.contains("s3cret"),
+        "{e}"
+    );
+    assert!(check("smtp://u:s3cret@relay.example", true, false).is_ok());
+    let e = check("smtp://relay.example", false, true).unwrap_err();
+    assert!(
+        e.contains("SMTP_CA_FILE is set but SMTP_URL uses no TLS"),
+        "{e}"
+    );
+}

@@ -1,0 +1,660 @@
+//! The values of a written field, each built only by parsing: a request body
+//! (the API) and an organization file (`i9-admin seed`) read their fields
+//! through these, so a limit or a format is written once, here.
+//!
+//! A body is read into [`Field`]s, which never fail to deserialize: a value
+//! that does not parse is kept as [`Field::Invalid`], so that one answer can
+//! name every bad field. Each type also describes itself for the OpenAPI
+//! document ([`utoipa::PartialSchema`]), so the document states the limits
+//! the server enforces.
+
+use chrono::NaiveDate;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
+use utoipa::{
+    openapi::{KnownFormat, ObjectBuilder, RefOr, Schema, SchemaFormat, Type},
+    PartialSchema,
+};
+
+use super::{parse_date, Ssn, SsnError};
+
+/// Why a value did not parse: a stable code and a message for the client.
+/// Never the value itself (it may be a social security number).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl Invalid {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    fn not(what: &str) -> Self {
+        Self::new("invalid_type", format!("Must be {what}."))
+    }
+}
+
+/// A value read from JSON.
+pub trait FromJson: Sized {
+    fn from_json(value: &Value) -> Result<Self, Invalid>;
+
+    /// Whether a blank string means "no value" (null). True for all but
+    /// booleans.
+    const BLANK_IS_NULL: bool = true;
+}
+
+/// One field of a request: absent, null (clear it), a value, or a value
+/// that did not parse.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum Field<T> {
+    #[default]
+    Absent,
+    Null,
+    Value(T),
+    Invalid(Invalid),
+}
+
+impl<T> Field<T> {
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Field::Absent)
+    }
+
+    /// `None` when absent, `Some(None)` when null; the problem when invalid.
+    pub fn patch(self) -> Result<Option<Option<T>>, Invalid> {
+        match self {
+            Field::Absent => Ok(None),
+            Field::Null => Ok(Some(None)),
+            Field::Value(v) => Ok(Some(Some(v))),
+            Field::Invalid(e) => Err(e),
+        }
+    }
+
+    /// A field that must hold a value.
+    pub fn required(self) -> Result<T, Invalid> {
+        match self {
+            Field::Value(v) => Ok(v),
+            Field::Invalid(e) => Err(e),
+            Field::Absent | Field::Null => Err(Invalid::new("required", "Required.")),
+        }
+    }
+
+    /// A field that may be absent or null (both: no value).
+    pub fn optional(self) -> Result<Option<T>, Invalid> {
+        self.patch().map(Option::flatten)
+    }
+}
+
+impl<'de, T: FromJson> Deserialize<'de> for Field<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        Ok(match &value {
+            Value::Null => Field::Null,
+            Value::String(s) if T::BLANK_IS_NULL && s.trim().is_empty() => Field::Null,
+            v => match T::from_json(v) {
+                Ok(t) => Field::Value(t),
+                Err(e) => Field::Invalid(e),
+            },
+        })
+    }
+}
+
+// `utoipa::__dev::ComposeSchema` is how utoipa's derive reads the schema of a
+// generic field type (`Field<Text<40>>`); through its blanket impl it gives
+// `PartialSchema` too. Hidden, so pinned by Cargo.lock: a utoipa update that
+// changes it fails to compile here, not at run time.
+//
+// A field is its value, `null`, or (for all but booleans) a blank string,
+// which means null: `oneOf` the three, the value's schema first.
+impl<T: PartialSchema + FromJson> utoipa::__dev::ComposeSchema for Field<T> {
+    fn compose(_generics: Vec<RefOr<Schema>>) -> RefOr<Schema> {
+        field_schema(T::schema(), T::BLANK_IS_NULL)
+    }
+}
+
+/// The schema of a [`Field`] whose value has the schema `value`: the value,
+/// `null`, or (`blank_is_null`) a blank string.
+pub fn field_schema(value: RefOr<Schema>, blank_is_null: bool) -> RefOr<Schema> {
+    let mut one_of = utoipa::openapi::OneOfBuilder::new()
+        .item(value)
+        .item(ObjectBuilder::new().schema_type(Type::Null));
+    if blank_is_null {
+        one_of = one_of.item(
+            string_schema()
+                .description(Some("Blank: no value (as null)"))
+                .pattern(Some(format!("^{WHITESPACE}*$"))),
+        );
+    }
+    one_of.into()
+}
+
+/// The characters `str::trim` removes (Unicode `White_Space`), as a regular
+/// expression class: what the schemas allow around a value.
+pub const WHITESPACE: &str =
+    r"[\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]";
+
+/// A character that is neither white space nor NUL: a non-blank value holds one.
+pub const VISIBLE: &str =
+    r"[^\u0000\t\n\u000b\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]";
+
+/// A field that must hold a value: absent or null is `required`. Its schema
+/// is its value's, listed among the object's required properties.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Required<T>(Field<T>);
+
+impl<T> Required<T> {
+    pub fn get(self) -> Result<T, Invalid> {
+        self.0.required()
+    }
+}
+
+impl<T> Default for Required<T> {
+    fn default() -> Self {
+        Self(Field::Absent)
+    }
+}
+
+impl<'de, T: FromJson> Deserialize<'de> for Required<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Through `Option`: serde reads a missing member (no
+        // `#[serde(default)]`, so that the schema lists it as required) as
+        // `None` rather than failing; null is `None` too.
+        Ok(Self(match Option::<Value>::deserialize(d)? {
+            None => Field::Null,
+            Some(Value::String(s)) if T::BLANK_IS_NULL && s.trim().is_empty() => Field::Null,
+            Some(v) => match T::from_json(&v) {
+                Ok(t) => Field::Value(t),
+                Err(e) => Field::Invalid(e),
+            },
+        }))
+    }
+}
+
+impl<T: PartialSchema> utoipa::__dev::ComposeSchema for Required<T> {
+    fn compose(_generics: Vec<RefOr<Schema>>) -> RefOr<Schema> {
+        T::schema()
+    }
+}
+
+fn string_schema() -> ObjectBuilder {
+    ObjectBuilder::new().schema_type(Type::String)
+}
+
+fn text(value: &Value) -> Result<&str, Invalid> {
+    value
+        .as_str()
+        .map(str::trim)
+        .ok_or_else(|| Invalid::not("a string"))
+}
+
+fn at_most(s: &str, max: usize) -> Result<(), Invalid> {
+    if s.chars().count() > max {
+        return Err(Invalid::new(
+            "too_long",
+            format!("At most {max} characters."),
+        ));
+    }
+    Ok(())
+}
+
+/// Text of at most `MAX` characters, trimmed, not blank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Text<const MAX: usize>(String);
+
+impl<const MAX: usize> Text<MAX> {
+    /// At most `MAX` characters as written (surrounding white space
+    /// included, so that the document's `maxLength` is the rule), then trimmed.
+    pub fn parse(s: &str) -> Result<Self, Invalid> {
+        at_most(s, MAX)?;
+        let s = s.trim();
+        if s.is_empty() {
+            return Err(Invalid::new("required", "Must not be blank."));
+        }
+        Ok(Self(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl<const MAX: usize> FromJson for Text<MAX> {
+    fn from_json(value: &Value) -> Result<Self, Invalid> {
+        Self::parse(text(value)?)
+    }
+}
+
+impl<const MAX: usize> PartialSchema for Text<MAX> {
+    fn schema() -> RefOr<Schema> {
+        string_schema()
+            .min_length(Some(1))
+            .max_length(Some(MAX))
+            .pattern(Some(format!("^[^\\u0000]*{VISIBLE}[^\\u0000]*$")))
+            .into()
+    }
+}
+
+/// An email address of at most `MAX` characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Email<const MAX: usize>(String);
+
+impl<const MAX: usize> Email<MAX> {
+    pub fn parse(s: &str) -> Result<Self, Invalid> {
+        at_most(s, MAX)?;
+        let s = s.trim();
+        // A domain with a dot: `ana@localhost` reaches no employee.
+        if !email_address::EmailAddress::is_valid(s)
+            || !s.rsplit_once('@').is_some_and(|(_, d)| d.contains('.'))
+        {
+            return Err(Invalid::new("invalid_format", "Must be an email address."));
+        }
+        Ok(Self(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn into_string(self) -> String {
+        self.0
+    }
+}
+
+impl<const MAX: usize> FromJson for Email<MAX> {
+    fn from_json(value: &Value) -> Result<Self, Invalid> {
+        Self::parse(text(value)?)
+    }
+}
+
+impl<const MAX: usize> PartialSchema for Email<MAX> {
+    fn schema() -> RefOr<Schema> {
+        string_schema()
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Email)))
+            .max_length(Some(MAX))
+            .into()
+    }
+}
+
+/// A calendar date written `YYYY-MM-DD` or `MM/DD/YYYY`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CalendarDate(pub NaiveDate);
+
+impl FromJson for CalendarDate {
+    fn from_json(value: &Value) -> Result<Self, Invalid> {
+        let s = value
+            .as_str()
+            .ok_or_else(|| Invalid::not("a date string (YYYY-MM-DD or MM/DD/YYYY)"))?;
+        parse_date(s).map(CalendarDate).map_err(|_| {
+            Invalid::new(
+                "invalid_date",
+                "Must be a date written YYYY-MM-DD or MM/DD/YYYY.",
+            )
+        })
+    }
+}
+
+impl PartialSchema for CalendarDate {
+    fn schema() -> RefOr<Schema> {
+        string_schema()
+            .description(Some("`YYYY-MM-DD` or `MM/DD/YYYY`"))
+            .pattern(Some(date_pattern()))
+            .into()
+    }
+}
+
+/// A date [`parse_date`] reads, as a regular expression: `YYYY-MM-DD` or
+/// `MM/DD/YYYY` of a day that exists (29 February in leap years only),
+/// white space around allowed (it is trimmed).
+pub fn date_pattern() -> String {
+    const YEAR: &str = "[0-9]{4}";
+    // Years divisible by 4, except centuries not divisible by 400.
+    const LEAP: &str =
+        "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)";
+    // Month and day, `{sep}` between them.
+    let month_day = |sep: char| {
+        [
+            format!("(?:0[13578]|1[02]){sep}(?:0[1-9]|[12][0-9]|3[01])"),
+            format!("(?:0[469]|11){sep}(?:0[1-9]|[12][0-9]|30)"),
+            format!("02{sep}(?:0[1-9]|1[0-9]|2[0-8])"),
+        ]
+        .join("|")
+    };
+    let (iso, us) = (month_day('-'), month_day('/'));
+    format!(
+        "^{WHITESPACE}*(?:{YEAR}-(?:{iso})|{LEAP}-02-29|(?:{us})/{YEAR}|02/29/{LEAP}){WHITESPACE}*$"
+    )
+}
+
+/// An SSN [`Ssn::parse`] accepts, as a regular expression (white space
+/// around allowed: it is trimmed).
+pub fn ssn_pattern() -> String {
+    const AREA: &str =
+        "(?:00[1-9]|0[1-9][0-9]|[1-5][0-9]{2}|6[0-57-9][0-9]|66[0-57-9]|[78][0-9]{2})";
+    const GROUP: &str = "(?:0[1-9]|[1-9][0-9])";
+    const SERIAL: &str = "(?:000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})";
+    format!("^{WHITESPACE}*{AREA}-{GROUP}-{SERIAL}{WHITESPACE}*$")
+}
+
+/// The id of a record: a positive integer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Id(pub i64);
+
+/// A JSON number that is an integer: `3`, and `3.0` too (JSON, and the
+/// schema's `integer`, do not tell them apart).
+fn integer(value: &Value) -> Option<i64> {
+    value.as_i64().or_else(|| {
+        let f = value.as_f64()?;
+        // Below 2^63 (`i64::MAX as f64` rounds up to it).
+        (f.fract() == 0.0 && f >= i64::MIN as f64 && f < i64::MAX as f64).then_some(f as i64)
+    })
+}
+
+impl FromJson for Id {
+    fn from_json(value: &Value) -> Result<Self, Invalid> {
+        integer(value)
+            .filter(|n| *n > 0)
+            .map(Id)
+            .ok_or_else(|| Invalid::not("a positive integer"))
+    }
+}
+
+impl PartialSchema for Id {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int64)))
+            .minimum(Some(1))
+            .maximum(Some(i64::MAX))
+            .into()
+    }
+}
+
+impl FromJson for bool {
+    const BLANK_IS_NULL: bool = false;
+
+    fn from_json(value: &Value) -> Result<Self, Invalid> {
+        value.as_bool().ok_or_else(|| Invalid::not("true or false"))
+    }
+}
+
+impl FromJson for Ssn {
+    fn from_json(value: &Value) -> Result<Self, Invalid> {
+        let s = value
+            .as_str()
+            .ok_or_else(|| Invalid::not("a string written ###-##-####"))?;
+        Ssn::parse(s.trim()).map_err(|e| match e {
+            SsnError::Format => Invalid::new("invalid_format", "Must be written ###-##-####."),
+            SsnError::Invalid => Invalid::new("invalid_value", "Is not a number the SSA issues."),
+        })
+    }
+}
+
+impl PartialSchema for Ssn {
+    fn schema() -> RefOr<Schema> {
+        string_schema()
+            .description(Some(
+                "`###-##-####`, a number the SSA issues (not area 000, 666 or 9xx, group 00 or serial 0000)",
+            ))
+            .pattern(Some(ssn_pattern()))
+            .into()
+    }
+}
+
+/// Parse one of `choices` (exact spelling) into `T`.
+pub fn one_of<T: Copy>(value: &Value, choices: &[(&str, T)]) -> Result<T, Invalid> {
+    let found = value
+        .as_str()
+        .and_then(|s| choices.iter().find(|(name, _)| *name == s));
+    found.map(|(_, t)| *t).ok_or_else(|| {
+        let names: Vec<String> = choices.iter().map(|(n, _)| format!("\"{n}\"")).collect();
+        let list = match names.as_slice() {
+            [one] => one.clone(),
+            [init @ .., last] => format!("{} or {last}", init.join(", ")),
+            [] => String::new(),
+        };
+        Invalid::new("invalid_value", format!("Must be {list}."))
+    })
+}
+
+/// The schema of a string that is one of `choices`.
+pub fn enum_schema(choices: &[&str]) -> RefOr<Schema> {
+    string_schema()
+        .enum_values(Some(choices.iter().copied()))
+        .into()
+}
+
+/// The employee's language for the forms and emails: 1 English, 2 Spanish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, sqlx::Type, serde::Serialize)]
+#[repr(i16)]
+pub enum Language {
+    #[default]
+    English = 1,
+    Spanish = 2,
+}
+
+impl Language {
+    /// What a value must be, as an error says it.
+    pub const RULE: &'static str = "Must be 1 (English) or 2 (Spanish).";
+
+    pub fn from_id(id: i64) -> Option<Self> {
+        match id {
+            1 => Some(Language::English),
+            2 => Some(Language::Spanish),
+            _ => None,
+        }
+    }
+
+    pub fn id(self) -> i16 {
+        self as i16
+    }
+}
+
+impl FromJson for Language {
+    fn from_json(value: &Value) -> Result<Self, Invalid> {
+        integer(value)
+            .and_then(Language::from_id)
+            .ok_or_else(|| Invalid::new("invalid_value", Language::RULE))
+    }
+}
+
+impl PartialSchema for Language {
+    fn schema() -> RefOr<Schema> {
+        ObjectBuilder::new()
+            .schema_type(Type::Integer)
+            .description(Some("1 English, 2 Spanish"))
+            .enum_values(Some([1, 2]))
+            .into()
+    }
+}
+
+/// How the employee onboards: on site (the employer examines the documents
+/// in person) or remote (the employee gets the Section 1 link by email).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::Type, serde::Serialize)]
+#[sqlx(type_name = "TEXT")]
+pub enum OnboardingType {
+    #[sqlx(rename = "on-site")]
+    #[serde(rename = "on-site")]
+    OnSite,
+    #[sqlx(rename = "remote")]
+    #[serde(rename = "remote")]
+    Remote,
+}
+
+impl OnboardingType {
+    const CHOICES: [(&'static str, OnboardingType); 2] = [
+        ("on-site", OnboardingType::OnSite),
+        ("remote", OnboardingType::Remote),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnboardingType::OnSite => "on-site",
+            OnboardingType::Remote => "remote",
+        }
+    }
+
+    pub fn is_remote(self) -> bool {
+        self == OnboardingType::Remote
+    }
+
+    pub fn of_remote(remote: bool) -> Self {
+        if remote {
+            OnboardingType::Remote
+        } else {
+            OnboardingType::OnSite
+        }
+    }
+}
+
+impl FromJson for OnboardingType {
+    fn from_json(value: &Value) -> Result<Self, Invalid> {
+        one_of(value, &Self::CHOICES)
+    }
+}
+
+impl PartialSchema for OnboardingType {
+    fn schema() -> RefOr<Schema> {
+        enum_schema(&["on-site", "remote"])
+    }
+}
+
+/// `createI9`/`createRemotehireI9`: `yes`, or `if allowed` (only when the
+/// employee has no open I-9). Case-sensitive, as the specification writes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum I9Choice {
+    Yes,
+    IfAllowed,
+}
+
+impl FromJson for I9Choice {
+    fn from_json(value: &Value) -> Result<Self, Invalid> {
+        one_of(
+            value,
+            &[("yes", I9Choice::Yes), ("if allowed", I9Choice::IfAllowed)],
+        )
+        .map_err(|_| {
+            Invalid::new(
+                "invalid_value",
+                "Must be \"yes\" or \"if allowed\" (lower case).",
+            )
+        })
+    }
+}
+
+impl PartialSchema for I9Choice {
+    fn schema() -> RefOr<Schema> {
+        enum_schema(&["yes", "if allowed"])
+    }
+}
+
+/// A flag written `"yes"` (`rehire`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Yes;
+
+impl FromJson for Yes {
+    fn from_json(value: &Value) -> Result<Self, Invalid> {
+        one_of(value, &[("yes", Yes)])
+    }
+}
+
+impl PartialSchema for Yes {
+    fn schema() -> RefOr<Schema> {
+        enum_schema(&["yes"])
+    }
+}
+
+// Inline in the request types' schemas: no component of their own.
+impl<T: utoipa::ToSchema + FromJson> utoipa::ToSchema for Field<T> {}
+impl<T: utoipa::ToSchema> utoipa::ToSchema for Required<T> {}
+impl<const MAX: usize> utoipa::ToSchema for Text<MAX> {}
+impl<const MAX: usize> utoipa::ToSchema for Email<MAX> {}
+impl utoipa::ToSchema for CalendarDate {}
+impl utoipa::ToSchema for Id {}
+impl utoipa::ToSchema for Ssn {}
+impl utoipa::ToSchema for Language {}
+impl utoipa::ToSchema for OnboardingType {}
+impl utoipa::ToSchema for I9Choice {}
+impl utoipa::ToSchema for Yes {}
+
+// The limits of an employee's fields (the specification's parameter table).
+pub type PersonName = Text<40>;
+pub type MiddleName = Text<25>;
+pub type OtherName = Text<40>;
+pub type ProfileId = Text<30>;
+pub type JobTitle = Text<80>;
+pub type EmployeeEmail = Email<80>;
+pub type NotificationEmail = Email<255>;
+pub type Custom = Text<255>;
+pub type Street = Text<80>;
+pub type City = Text<50>;
+pub type State = Text<20>;
+pub type Country = Text<50>;
+pub type Zip = Text<10>;
+pub type Phone = Text<20>;
+pub type Extension = Text<10>;
+pub type CandidateId = Text<50>;
+pub type ReturnUrl = Text<255>;
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn field<T: FromJson>(v: Value) -> Field<T> {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn blank_and_null_are_null_and_bad_values_are_kept_as_invalid() {
+        assert_eq!(field::<PersonName>(json!(null)), Field::Null);
+        assert_eq!(field::<PersonName>(json!("  ")), Field::Null);
+        assert_eq!(
+            field::<PersonName>(json!(" Ana ")),
+            Field::Value(Text("Ana".into()))
+        );
+        let Field::Invalid(e) = field::<PersonName>(json!("A".repeat(41))) else {
+            panic!("too long must be invalid");
+        };
+        assert_eq!(e.code, "too_long");
+        let Field::Invalid(e) = field::<bool>(json!("")) else {
+            panic!("a blank boolean is not null");
+        };
+        assert_eq!(e.code, "invalid_type");
+    }
+
+    #[test]
+    fn choices_are_exact() {
+        assert_eq!(
+            field::<I9Choice>(json!("if allowed")),
+            Field::Value(I9Choice::IfAllowed)
+        );
+        assert!(matches!(field::<I9Choice>(json!("Yes")), Field::Invalid(_)));
+        assert_eq!(
+            field::<OnboardingType>(json!("on-site")),
+            Field::Value(OnboardingType::OnSite)
+        );
+        assert!(matches!(field::<Language>(json!(3)), Field::Invalid(_)));
+        assert!(matches!(
+            field::<Email<80>>(json!("ana@localhost")),
+            Field::Invalid(_)
+        ));
+        assert!(matches!(field::<Id>(json!(0)), Field::Invalid(_)));
+    }
+
+    #[test]
+    fn errors_never_hold_the_value() {
+        let Field::Invalid(e) = field::<Ssn>(json!("123-45-678")) else {
+            panic!("a short SSN is invalid");
+        };
+        assert!(!format!("{e:?}").contains("123-45"));
+    }
+}

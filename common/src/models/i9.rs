@@ -1,0 +1,616 @@
+//! The I-9: its creation from a request and each step of its lifecycle
+//! (docs/api.md, "The I-9's states"), each in the transaction the caller
+//! hands in.
+//!
+//! A step locks the I-9's row, asks its status for the next one
+//! ([`I9Status::after`]) and writes only if the step is legal: an illegal one
+//! is a [`WriteError::IllegalStep`] and writes nothing. The lock makes two
+//! concurrent steps on one I-9 take turns, the second seeing the status the
+//! first left. Each step writes its audit entry (`i9.section1`,
+//! `i9.section2`, `i9.complete`, `i9.approve`, `i9.park`) and the partner
+//! status event ([`events::record_status_change`]).
+
+use chrono::{NaiveDate, Utc};
+use serde_json::json;
+use sqlx::PgConnection;
+use uuid::Uuid;
+
+use super::{
+    audit::{self, Actor, Entry},
+    WriteError,
+};
+use crate::{
+    domain::{calendar::business_days_after, Attestation, I9Status, Step, FORM_VERSION},
+    events,
+};
+
+/// What an I-9 starts from: its employee's data at the time of the request.
+#[derive(Debug, Clone, Default)]
+pub struct NewI9 {
+    pub employee_id: i64,
+    /// The employee's current period of employment.
+    pub employment_period_id: Option<i64>,
+    /// Whether the employee completes Section 1 remotely.
+    pub remote: bool,
+    pub onboarding_type: Option<String>,
+    /// The hire date; Section 2 is due three business days after it.
+    pub start_date: Option<NaiveDate>,
+    pub first_name: String,
+    pub last_name: String,
+    /// The I-9 keeps its first letter.
+    pub middle_name: Option<String>,
+    pub other_name: Option<String>,
+    pub date_of_birth: Option<NaiveDate>,
+    /// The number encrypted for the I-9 (`Purpose::I9Ssn`).
+    pub ssn_ciphertext: Option<Vec<u8>>,
+    pub ssn_last4: Option<String>,
+    pub email_address: Option<String>,
+    pub phone_number: Option<String>,
+    pub address_street: Option<String>,
+    pub address_apartment: Option<String>,
+    pub address_city: Option<String>,
+    pub address_state: Option<String>,
+    pub address_zip: Option<String>,
+}
+
+/// Create an I-9 in [`I9Status::INITIAL`] and record its partner event (an
+/// `i9.created`). An employee who already has an open I-9 is a
+/// [`WriteError::Conflict`], and the transaction is then spent: see
+/// [`open_of`] in a new one.
+pub async fn create(
+    conn: &mut PgConnection,
+    new: &NewI9,
+    public_base_url: &str,
+) -> Result<i64, WriteError> {
+    let inserted: Result<i64, sqlx::Error> = sqlx::query_scalar(
+        "INSERT INTO i9s (employee_id, employment_period_id, status, remote, onboarding_type, form_version,
+                          date_created, date_due, start_date, first_name, last_name, middle_initial, other_name,
+                          date_of_birth, ssn_ciphertext, ssn_last4, email_address, phone_number,
+                          address_street, address_apartment, address_city, address_state, address_zip)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
+                 $18, $19, $20, $21, $22, $23)
+         RETURNING id",
+    )
+    .bind(new.employee_id)
+    .bind(new.employment_period_id)
+    .bind(I9Status::INITIAL)
+    .bind(new.remote)
+    .bind(&new.onboarding_type)
+    .bind(FORM_VERSION)
+    .bind(Utc::now())
+    .bind(new.start_date.map(|s| business_days_after(s, 3)))
+    .bind(new.start_date)
+    .bind(&new.first_name)
+    .bind(&new.last_name)
+    .bind(
+        new.middle_name
+            .as_deref()
+            .and_then(|m| m.chars().next())
+            .map(String::from),
+    )
+    .bind(&new.other_name)
+    .bind(new.date_of_birth)
+    .bind(&new.ssn_ciphertext)
+    .bind(&new.ssn_last4)
+    .bind(&new.email_address)
+    .bind(&new.phone_number)
+    .bind(&new.address_street)
+    .bind(&new.address_apartment)
+    .bind(&new.address_city)
+    .bind(&new.address_state)
+    .bind(&new.address_zip)
+    .fetch_one(&mut *conn)
+    .await;
+    let id = match inserted {
+        Ok(id) => id,
+        Err(sqlx::Error::Database(db)) if db.constraint() == Some("i9s_one_open_per_employee") => {
+            return Err(WriteError::Conflict(
+                "The employee already has an open I-9.".into(),
+            ))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    events::record_status_change(conn, id, None, public_base_url).await?;
+    Ok(id)
+}
+
+/// The employee's open I-9, if it has one.
+pub async fn open_of(
+    conn: &mut PgConnection,
+    employee_id: i64,
+) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar("SELECT id FROM i9s WHERE employee_id = $1 AND status = ANY($2)")
+        .bind(employee_id)
+        .bind(&I9Status::OPEN[..])
+        .fetch_optional(conn)
+        .await
+}
+
+/// A social security number as stored: encrypted (`Purpose::I9Ssn`) and its
+/// last four digits.
+#[derive(Clone)]
+pub struct StoredSsn {
+    pub ciphertext: Vec<u8>,
+    pub last4: String,
+}
+
+impl std::fmt::Debug for StoredSsn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StoredSsn(..)")
+    }
+}
+
+/// Section 1 as the employee signs it: every field checked, the attestation
+/// one of the four. Optional contact fields and the number keep what the
+/// I-9 holds when absent.
+#[derive(Debug, Clone)]
+pub struct Section1 {
+    pub signed_on: NaiveDate,
+    pub last_name: String,
+    pub first_name: String,
+    pub middle_initial: Option<String>,
+    pub other_last_names: Option<String>,
+    pub address_street: String,
+    pub address_apartment: Option<String>,
+    pub address_city: String,
+    pub address_state: String,
+    pub address_zip: String,
+    pub date_of_birth: NaiveDate,
+    pub ssn: Option<StoredSsn>,
+    pub email_address: Option<String>,
+    pub phone_number: Option<String>,
+    pub attestation: Attestation,
+    pub work_authorization_expiration: Option<NaiveDate>,
+    pub alien_number: Option<String>,
+    pub admission_number: Option<String>,
+    pub foreign_passport_number: Option<String>,
+    pub foreign_passport_country: Option<String>,
+}
+
+/// The I-9 as a step finds it, its row locked.
+struct Current {
+    status: I9Status,
+    attestation: Option<Attestation>,
+    work_authorization_expiration: Option<NaiveDate>,
+}
+
+/// Lock I-9 `id` and check that `step` is legal from its status: the status
+/// it will have after the step, and what it held before.
+async fn begin(
+    conn: &mut PgConnection,
+    id: i64,
+    step: Step,
+) -> Result<(Current, I9Status), WriteError> {
+    let row: Option<(I9Status, Option<Attestation>, Option<NaiveDate>)> = sqlx::query_as(
+        "SELECT status, attestation, work_authorization_expiration FROM i9s WHERE id = $1 FOR UPDATE",
+    )
+    .bind(id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let (status, attestation, work_authorization_expiration) = row.ok_or(WriteError::NotFound)?;
+    let next = status.after(step)?;
+    Ok((
+        Current {
+            status,
+            attestation,
+            work_authorization_expiration,
+        },
+        next,
+    ))
+}
+
+/// The audit name of `step`.
+fn action(step: Step) -> &'static str {
+    match step {
+        Step::SignSection1 => "i9.section1",
+        Step::RecordSection2 => "i9.section2",
+        Step::Complete => "i9.complete",
+        Step::Approve => "i9.approve",
+        Step::Park => "i9.park",
+    }
+}
+
+/// The audit entry and the partner event of `step`, taken from `previous`.
+async fn recorded(
+    conn: &mut PgConnection,
+    actor: &Actor,
+    id: i64,
+    step: Step,
+    previous: I9Status,
+    detail: Option<serde_json::Value>,
+    public_base_url: &str,
+) -> Result<(), WriteError> {
+    let mut entry = Entry::new(action(step), "i9", id);
+    if let Some(detail) = detail {
+        entry = entry.detail(detail);
+    }
+    audit::record(&mut *conn, actor, entry).await?;
+    events::record_status_change(conn, id, Some(previous), public_base_url).await?;
+    Ok(())
+}
+
+/// The employee signs Section 1 of I-9 `id` through the link of request
+/// `link`, which this uses up. A link used meanwhile is a
+/// [`WriteError::Conflict`].
+pub async fn sign_section1(
+    conn: &mut PgConnection,
+    actor: &Actor,
+    id: i64,
+    link: Uuid,
+    s: &Section1,
+    public_base_url: &str,
+) -> Result<(), WriteError> {
+    let (current, next) = begin(conn, id, Step::SignSection1).await?;
+    let used = sqlx::query(
+        "UPDATE i9_requests SET section1_used_at = now()
+         WHERE id = $1 AND i9_id = $2 AND section1_used_at IS NULL",
+    )
+    .bind(link)
+    .bind(id)
+    .execute(&mut *conn)
+    .await?;
+    if used.rows_affected() != 1 {
+        return Err(WriteError::Conflict(
+            "The Section 1 link has been used.".into(),
+        ));
+    }
+    sqlx::query(
+        "UPDATE i9s SET status = $2, signed_date_employee = $3, last_name = $4, first_name = $5,
+                middle_initial = $6, other_name = $7, address_street = $8, address_apartment = $9,
+                address_city = $10, address_state = $11, address_zip = $12, date_of_birth = $13,
+                email_address = COALESCE($14, email_address), phone_number = COALESCE($15, phone_number),
+                attestation = $16, work_authorization = $16, work_authorization_expiration = $17,
+                alien_number = $18, admission_number = $19, foreign_passport_number = $20,
+                foreign_passport_country = $21,
+                ssn_ciphertext = COALESCE($22, ssn_ciphertext), ssn_last4 = COALESCE($23, ssn_last4),
+                updated_at = now()
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(next)
+    .bind(s.signed_on)
+    .bind(&s.last_name)
+    .bind(&s.first_name)
+    .bind(&s.middle_initial)
+    .bind(&s.other_last_names)
+    .bind(&s.address_street)
+    .bind(&s.address_apartment)
+    .bind(&s.address_city)
+    .bind(&s.address_state)
+    .bind(&s.address_zip)
+    .bind(s.date_of_birth)
+    .bind(&s.email_address)
+    .bind(&s.phone_number)
+    .bind(s.attestation)
+    .bind(s.work_authorization_expiration)
+    .bind(&s.alien_number)
+    .bind(&s.admission_number)
+    .bind(&s.foreign_passport_number)
+    .bind(&s.foreign_passport_country)
+    .bind(s.ssn.as_ref().map(|n| &n.ciphertext))
+    .bind(s.ssn.as_ref().map(|n| &n.last4))
+    .execute(&mut *conn)
+    .await?;
+    recorded(
+        conn,
+        actor,
+        id,
+        Step::SignSection1,
+        current.status,
+        Some(json!({ "attestation": s.attestation })),
+        public_base_url,
+    )
+    .await
+}
+
+/// One identity or employment authorization document examined in Section 2.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Document {
+    pub title: String,
+    pub issuer: String,
+    pub number: String,
+    pub expiration: Option<NaiveDate>,
+}
+
+/// The documents of Section 2: List A (one, or a combination of up to three
+/// such as a foreign passport with Form I-94), or List B and List C.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Documents {
+    ListA {
+        first: Document,
+        second: Option<Document>,
+        third: Option<Document>,
+    },
+    ListBAndC {
+        b: Document,
+        c: Document,
+    },
+}
+
+impl Documents {
+    /// List A 1 to 3, List B, List C: the columns they fill.
+    fn columns(&self) -> [Option<&Document>; 5] {
+        match self {
+            Self::ListA {
+                first,
+                second,
+                third,
+            } => [Some(first), second.as_ref(), third.as_ref(), None, None],
+            Self::ListBAndC { b, c } => [None, None, None, Some(b), Some(c)],
+        }
+    }
+
+    /// The expiry reverification follows: the (first) List A document's, or
+    /// the List C document's.
+    fn expiry(&self) -> Option<NaiveDate> {
+        match self {
+            Self::ListA { first, .. } => first.expiration,
+            Self::ListBAndC { c, .. } => c.expiration,
+        }
+    }
+}
+
+/// The employer's representative who examined the documents.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Employer {
+    pub first_name: String,
+    pub last_name: String,
+    pub title: String,
+    pub business: String,
+    /// Absent, the I-9 keeps what it holds.
+    pub address: Option<String>,
+    pub city: Option<String>,
+    pub state: Option<String>,
+    pub zip: Option<String>,
+}
+
+/// Section 2 as the representative signs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Section2 {
+    pub documents: Documents,
+    pub employer: Employer,
+    /// `signedDateEmployer`.
+    pub signed_on: NaiveDate,
+}
+
+/// When reverification falls due: for an employee reverified at all (an
+/// alien authorized to work, or an attestation not yet known), the earlier
+/// of the work authorization's end and the document's expiry.
+fn reverification(
+    attestation: Option<Attestation>,
+    work_authorization: Option<NaiveDate>,
+    document: Option<NaiveDate>,
+) -> Option<NaiveDate> {
+    if !Attestation::is_reverified(attestation) {
+        return None;
+    }
+    match (work_authorization, document) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Record Section 2 of I-9 `id`: `Signed Sec 1` → `Signed Sec 2`.
+pub async fn record_section2(
+    conn: &mut PgConnection,
+    actor: &Actor,
+    id: i64,
+    s: &Section2,
+    public_base_url: &str,
+) -> Result<(), WriteError> {
+    let (current, next) = begin(conn, id, Step::RecordSection2).await?;
+    let i9_expiration = reverification(
+        current.attestation,
+        current.work_authorization_expiration,
+        s.documents.expiry(),
+    );
+    let mut q = sqlx::query(
+        "UPDATE i9s SET status = $2, signed_date_employer = $3, i9_expiration = $4,
+                employer_first_name = $5, employer_last_name = $6, employer_title = $7,
+                employer_business = $8, employer_address = COALESCE($9, employer_address),
+                employer_city = COALESCE($10, employer_city), employer_state = COALESCE($11, employer_state),
+                employer_zip = COALESCE($12, employer_zip),
+                list_a1_doc_title = $13, list_a1_doc_issuer = $14, list_a1_doc_number = $15, list_a1_doc_expiration = $16,
+                list_a2_doc_title = $17, list_a2_doc_issuer = $18, list_a2_doc_number = $19, list_a2_doc_expiration = $20,
+                list_a3_doc_title = $21, list_a3_doc_issuer = $22, list_a3_doc_number = $23, list_a3_doc_expiration = $24,
+                list_b_doc_title = $25, list_b_doc_issuer = $26, list_b_doc_number = $27, list_b_doc_expiration = $28,
+                list_c_doc_title = $29, list_c_doc_issuer = $30, list_c_doc_number = $31, list_c_doc_expiration = $32,
+                updated_at = now()
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(next)
+    .bind(s.signed_on)
+    .bind(i9_expiration)
+    .bind(&s.employer.first_name)
+    .bind(&s.employer.last_name)
+    .bind(&s.employer.title)
+    .bind(&s.employer.business)
+    .bind(&s.employer.address)
+    .bind(&s.employer.city)
+    .bind(&s.employer.state)
+    .bind(&s.employer.zip);
+    for doc in s.documents.columns() {
+        q = q
+            .bind(doc.map(|d| &d.title))
+            .bind(doc.map(|d| &d.issuer))
+            .bind(doc.map(|d| &d.number))
+            .bind(doc.and_then(|d| d.expiration));
+    }
+    q.execute(&mut *conn).await?;
+    recorded(
+        conn,
+        actor,
+        id,
+        Step::RecordSection2,
+        current.status,
+        None,
+        public_base_url,
+    )
+    .await
+}
+
+/// Mark I-9 `id` complete: `Signed Sec 2` → `Completed` (`dateCompleted`).
+pub async fn complete(
+    conn: &mut PgConnection,
+    actor: &Actor,
+    id: i64,
+    public_base_url: &str,
+) -> Result<(), WriteError> {
+    let (current, next) = begin(conn, id, Step::Complete).await?;
+    sqlx::query(
+        "UPDATE i9s SET status = $2, date_completed = now(), updated_at = now() WHERE id = $1",
+    )
+    .bind(id)
+    .bind(next)
+    .execute(&mut *conn)
+    .await?;
+    recorded(
+        conn,
+        actor,
+        id,
+        Step::Complete,
+        current.status,
+        None,
+        public_base_url,
+    )
+    .await
+}
+
+/// Approve I-9 `id`: `Completed` → `Approved` (`dateApproved`).
+pub async fn approve(
+    conn: &mut PgConnection,
+    actor: &Actor,
+    id: i64,
+    public_base_url: &str,
+) -> Result<(), WriteError> {
+    let (current, next) = begin(conn, id, Step::Approve).await?;
+    sqlx::query(
+        "UPDATE i9s SET status = $2, date_approved = now(), updated_at = now() WHERE id = $1",
+    )
+    .bind(id)
+    .bind(next)
+    .execute(&mut *conn)
+    .await?;
+    recorded(
+        conn,
+        actor,
+        id,
+        Step::Approve,
+        current.status,
+        None,
+        public_base_url,
+    )
+    .await
+}
+
+/// Park I-9 `id` from any status before `Approved`, with `notes` (kept in
+/// `i9Notes`; absent, the notes it holds stay).
+pub async fn park(
+    conn: &mut PgConnection,
+    actor: &Actor,
+    id: i64,
+    notes: Option<&str>,
+    public_base_url: &str,
+) -> Result<(), WriteError> {
+    let (current, next) = begin(conn, id, Step::Park).await?;
+    sqlx::query(
+        "UPDATE i9s SET status = $2, i9_notes = COALESCE($3, i9_notes), updated_at = now() WHERE id = $1",
+    )
+    .bind(id)
+    .bind(next)
+    .bind(notes)
+    .execute(&mut *conn)
+    .await?;
+    recorded(
+        conn,
+        actor,
+        id,
+        Step::Park,
+        current.status,
+        None,
+        public_base_url,
+    )
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(d: u32) -> NaiveDate {
+        NaiveDate::from_ymd_opt(2030, 1, d).unwrap()
+    }
+
+    #[test]
+    fn reverification_is_the_earlier_expiry_for_those_reverified() {
+        let alien = Some(Attestation::AlienAuthorizedToWork);
+        assert_eq!(
+            reverification(alien, Some(day(5)), Some(day(9))),
+            Some(day(5))
+        );
+        assert_eq!(
+            reverification(alien, Some(day(9)), Some(day(5))),
+            Some(day(5))
+        );
+        assert_eq!(reverification(alien, None, Some(day(5))), Some(day(5)));
+        assert_eq!(reverification(None, Some(day(7)), None), Some(day(7)));
+        assert_eq!(reverification(alien, None, None), None);
+        assert_eq!(
+            reverification(Some(Attestation::Citizen), Some(day(5)), Some(day(9))),
+            None
+        );
+        assert_eq!(
+            reverification(Some(Attestation::PermanentResident), None, Some(day(9))),
+            None
+        );
+    }
+
+    #[test]
+    fn documents_fill_their_columns_and_the_list_a_or_c_expiry_counts() {
+        let doc = |t: &str, e: Option<NaiveDate>| Document {
+            title: t.into(),
+            issuer: "i".into(),
+            number: "n".into(),
+            expiration: e,
+        };
+        let a = Documents::ListA {
+            first: doc("U.S. Passport", Some(day(3))),
+            second: None,
+            third: None,
+        };
+        assert_eq!(
+            a.columns().map(|d| d.is_some()),
+            [true, false, false, false, false]
+        );
+        assert_eq!(a.expiry(), Some(day(3)));
+        let bc = Documents::ListBAndC {
+            b: doc("Driver's License", Some(day(1))),
+            c: doc("Social Security Card", None),
+        };
+        assert_eq!(
+            bc.columns().map(|d| d.is_some()),
+            [false, false, false, true, true]
+        );
+        assert_eq!(
+            bc.expiry(),
+            None,
+            "the List B document's expiry does not count"
+        );
+    }
+
+    #[test]
+    fn every_step_has_its_audit_name() {
+        let names: Vec<&str> = Step::ALL.into_iter().map(action).collect();
+        assert_eq!(
+            names,
+            [
+                "i9.section1",
+                "i9.section2",
+                "i9.complete",
+                "i9.approve",
+                "i9.park"
+            ]
+        );
+    }
+}
