@@ -17,7 +17,7 @@ use axum::{
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tower_http::{
     classify::{ServerErrorsAsFailures, SharedClassifier},
-    trace::{DefaultOnResponse, TraceLayer},
+    trace::{DefaultOnBodyChunk, DefaultOnEos, DefaultOnRequest, DefaultOnResponse, TraceLayer},
 };
 use tracing::{Level, Span};
 
@@ -36,30 +36,36 @@ use crate::error::problem;
 /// ERROR, without a cause) is not written. Causes are logged where they
 /// are known: an internal error at ERROR by `crate::error`, the reasons for
 /// a 503 at WARN by `crate::overload`.
-pub fn trace_layer() -> TraceLayer<
-    SharedClassifier<ServerErrorsAsFailures>,
-    impl Fn(&Request<Body>) -> Span + Clone,
-    tower_http::trace::DefaultOnRequest,
-    DefaultOnResponse,
-    tower_http::trace::DefaultOnBodyChunk,
-    tower_http::trace::DefaultOnEos,
-    (),
-> {
+pub fn trace_layer() -> RequestTrace {
     TraceLayer::new_for_http()
-        .make_span_with(|req: &Request<Body>| {
-            let request_id = req
-                .headers()
-                .get("x-request-id")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("-");
-            let route = req
-                .extensions()
-                .get::<MatchedPath>()
-                .map_or("unmatched", |p| p.as_str());
-            tracing::info_span!("request", request_id, method = %req.method(), route)
-        })
+        .make_span_with(request_span as fn(&Request<Body>) -> Span)
         .on_response(DefaultOnResponse::new().level(Level::INFO))
         .on_failure(())
+}
+
+/// The layer [`trace_layer`] makes.
+pub type RequestTrace = TraceLayer<
+    SharedClassifier<ServerErrorsAsFailures>,
+    fn(&Request<Body>) -> Span,
+    DefaultOnRequest,
+    DefaultOnResponse,
+    DefaultOnBodyChunk,
+    DefaultOnEos,
+    (),
+>;
+
+/// The span of one request: its id, method and route template.
+fn request_span(req: &Request<Body>) -> Span {
+    let request_id = req
+        .headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("-");
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or("unmatched", |p| p.as_str());
+    tracing::info_span!("request", request_id, method = %req.method(), route)
 }
 
 /// How long a request may run before it is answered 503.

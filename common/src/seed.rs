@@ -896,14 +896,7 @@ pub async fn load_with(
             }
         };
         let perms: Vec<i16> = r.permissions.iter().map(|p| *p as i16).collect();
-        let changed = replace_set(
-            &mut tx,
-            "DELETE FROM role_permissions WHERE role_id = $1 AND permission_id <> ALL($2)",
-            "INSERT INTO role_permissions (role_id, permission_id) SELECT $1, unnest($2::SMALLINT[]) ON CONFLICT DO NOTHING",
-            id,
-            &perms,
-        )
-        .await?;
+        let changed = replace_permissions(&mut tx, id, &perms).await?;
         role_ids.insert(r.name.to_lowercase(), id);
         out.push(Assigned {
             kind: "role",
@@ -961,14 +954,7 @@ pub async fn load_with(
             .iter()
             .map(|g| group_ids[&g.to_lowercase()])
             .collect();
-        let changed = replace_set(
-            &mut tx,
-            "DELETE FROM user_groups WHERE user_id = $1 AND group_id <> ALL($2)",
-            "INSERT INTO user_groups (user_id, group_id) SELECT $1, unnest($2::BIGINT[]) ON CONFLICT DO NOTHING",
-            id,
-            &groups,
-        )
-        .await?;
+        let changed = replace_groups(&mut tx, id, &groups).await?;
         out.push(Assigned {
             kind: "user",
             key: u.login.clone(),
@@ -1151,28 +1137,51 @@ pub async fn load_with(
     Ok((out, notes))
 }
 
-/// Make a link table hold exactly `wanted` for `owner`; true if it changed.
-async fn replace_set<T>(
+/// Make role `role` hold exactly the permissions `wanted`; true if it changed.
+async fn replace_permissions(
     tx: &mut Transaction<'_, Postgres>,
-    delete_sql: &'static str,
-    insert_sql: &'static str,
-    owner: i64,
-    wanted: &[T],
-) -> Result<bool, sqlx::Error>
-where
-    T: for<'q> sqlx::Encode<'q, Postgres> + sqlx::Type<Postgres> + Sync,
-    for<'a> &'a [T]: sqlx::Encode<'a, Postgres> + sqlx::Type<Postgres>,
-{
-    let deleted = sqlx::query(delete_sql)
-        .bind(owner)
-        .bind(wanted)
-        .execute(&mut **tx)
-        .await?;
-    let inserted = sqlx::query(insert_sql)
-        .bind(owner)
-        .bind(wanted)
-        .execute(&mut **tx)
-        .await?;
+    role: i64,
+    wanted: &[i16],
+) -> Result<bool, sqlx::Error> {
+    let deleted = sqlx::query!(
+        "DELETE FROM role_permissions WHERE role_id = $1 AND permission_id <> ALL($2)",
+        role,
+        wanted,
+    )
+    .execute(&mut **tx)
+    .await?;
+    let inserted = sqlx::query!(
+        "INSERT INTO role_permissions (role_id, permission_id)
+         SELECT $1, unnest($2::SMALLINT[]) ON CONFLICT DO NOTHING",
+        role,
+        wanted,
+    )
+    .execute(&mut **tx)
+    .await?;
+    Ok(deleted.rows_affected() + inserted.rows_affected() > 0)
+}
+
+/// Make user `user` a member of exactly the groups `wanted`; true if it changed.
+async fn replace_groups(
+    tx: &mut Transaction<'_, Postgres>,
+    user: i64,
+    wanted: &[i64],
+) -> Result<bool, sqlx::Error> {
+    let deleted = sqlx::query!(
+        "DELETE FROM user_groups WHERE user_id = $1 AND group_id <> ALL($2)",
+        user,
+        wanted,
+    )
+    .execute(&mut **tx)
+    .await?;
+    let inserted = sqlx::query!(
+        "INSERT INTO user_groups (user_id, group_id)
+         SELECT $1, unnest($2::BIGINT[]) ON CONFLICT DO NOTHING",
+        user,
+        wanted,
+    )
+    .execute(&mut **tx)
+    .await?;
     Ok(deleted.rows_affected() + inserted.rows_affected() > 0)
 }
 

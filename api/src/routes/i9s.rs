@@ -68,14 +68,13 @@ pub struct I9Summary {
     pub email_address: Option<String>,
 }
 
-#[derive(Debug, FromRow, Serialize, ToSchema)]
+#[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct I9Record {
     pub id: i64,
     /// The employee this I-9 belongs to.
     pub employee_id: i64,
     /// Where the I-9 is in its lifecycle (docs/api.md, "The I-9 lifecycle").
-    #[sqlx(rename = "status")]
     pub i9_status: I9Status,
     pub i9_notes: Option<String>,
     pub form_type: i32,
@@ -110,7 +109,6 @@ pub struct I9Record {
     pub other_name: Option<String>,
     pub date_of_birth: Option<NaiveDate>,
     /// `###-##-####`, masked `***-**-1234` without permission 12.
-    #[sqlx(skip)]
     pub ssn: Option<String>,
     pub email_address: Option<String>,
     pub phone_number: Option<String>,
@@ -159,7 +157,6 @@ pub struct I9Record {
     pub list_c_doc_number: Option<String>,
     pub list_c_doc_expiration: Option<NaiveDate>,
     /// `self` and `employee`.
-    #[sqlx(skip)]
     pub links: Vec<Link>,
     #[serde(skip)]
     pub ssn_ciphertext: Option<Vec<u8>>,
@@ -172,6 +169,168 @@ pub struct I9Record {
     /// Computed at read from the period of employment.
     #[serde(skip)]
     pub purge_after: Option<NaiveDate>,
+}
+
+/// An I-9 as `load` reads it, before what is derived.
+struct I9Row {
+    id: i64,
+    employee_id: i64,
+    i9_status: I9Status,
+    i9_notes: Option<String>,
+    form_type: i32,
+    form_version: String,
+    attestation: Option<Attestation>,
+    remote: bool,
+    date_created: DateTime<Utc>,
+    date_completed: Option<DateTime<Utc>>,
+    date_due: Option<NaiveDate>,
+    date_approved: Option<DateTime<Utc>>,
+    start_date: Option<NaiveDate>,
+    i9_expiration: Option<NaiveDate>,
+    retention_date: Option<NaiveDate>,
+    signed_date_employee: Option<NaiveDate>,
+    signed_date_employer: Option<NaiveDate>,
+    signed_date_translator: Option<NaiveDate>,
+    first_name: String,
+    last_name: String,
+    middle_initial: Option<String>,
+    other_name: Option<String>,
+    date_of_birth: Option<NaiveDate>,
+    email_address: Option<String>,
+    phone_number: Option<String>,
+    address_street: Option<String>,
+    address_apartment: Option<String>,
+    address_city: Option<String>,
+    address_state: Option<String>,
+    address_zip: Option<String>,
+    work_authorization: Option<String>,
+    alien_number: Option<String>,
+    admission_number: Option<String>,
+    foreign_passport_number: Option<String>,
+    foreign_passport_country: Option<String>,
+    employer_first_name: Option<String>,
+    employer_last_name: Option<String>,
+    employer_title: Option<String>,
+    employer_business: Option<String>,
+    employer_address: Option<String>,
+    employer_city: Option<String>,
+    employer_state: Option<String>,
+    employer_zip: Option<String>,
+    translator_first_name: Option<String>,
+    translator_last_name: Option<String>,
+    translator_address: Option<String>,
+    translator_city: Option<String>,
+    translator_state: Option<String>,
+    translator_zip: Option<String>,
+    list_a1_doc_title: Option<String>,
+    list_a1_doc_issuer: Option<String>,
+    list_a1_doc_number: Option<String>,
+    list_a1_doc_expiration: Option<NaiveDate>,
+    list_a2_doc_title: Option<String>,
+    list_a2_doc_issuer: Option<String>,
+    list_a2_doc_number: Option<String>,
+    list_a2_doc_expiration: Option<NaiveDate>,
+    list_a3_doc_title: Option<String>,
+    list_a3_doc_issuer: Option<String>,
+    list_a3_doc_number: Option<String>,
+    list_a3_doc_expiration: Option<NaiveDate>,
+    list_b_doc_title: Option<String>,
+    list_b_doc_issuer: Option<String>,
+    list_b_doc_number: Option<String>,
+    list_b_doc_expiration: Option<NaiveDate>,
+    list_c_doc_title: Option<String>,
+    list_c_doc_issuer: Option<String>,
+    list_c_doc_number: Option<String>,
+    list_c_doc_expiration: Option<NaiveDate>,
+    ssn_ciphertext: Option<Vec<u8>>,
+    ssn_last4: Option<String>,
+    location_id: i64,
+    integration_client_id: Option<i64>,
+    purge_after: Option<NaiveDate>,
+}
+
+/// The record with its number and links left empty (`load` fills them).
+impl From<I9Row> for I9Record {
+    fn from(r: I9Row) -> Self {
+        Self {
+            id: r.id,
+            employee_id: r.employee_id,
+            i9_status: r.i9_status,
+            i9_notes: r.i9_notes,
+            form_type: r.form_type,
+            form_version: r.form_version,
+            attestation: r.attestation,
+            remote: r.remote,
+            date_created: Some(r.date_created),
+            date_completed: r.date_completed,
+            date_due: r.date_due,
+            date_approved: r.date_approved,
+            start_date: r.start_date,
+            i9_expiration: r.i9_expiration,
+            retention_date: r.retention_date,
+            signed_date_employee: r.signed_date_employee,
+            signed_date_employer: r.signed_date_employer,
+            signed_date_translator: r.signed_date_translator,
+            first_name: r.first_name,
+            last_name: r.last_name,
+            middle_initial: r.middle_initial,
+            other_name: r.other_name,
+            date_of_birth: r.date_of_birth,
+            ssn: None,
+            email_address: r.email_address,
+            phone_number: r.phone_number,
+            address_street: r.address_street,
+            address_apartment: r.address_apartment,
+            address_city: r.address_city,
+            address_state: r.address_state,
+            address_zip: r.address_zip,
+            work_authorization: r.work_authorization,
+            alien_number: r.alien_number,
+            admission_number: r.admission_number,
+            foreign_passport_number: r.foreign_passport_number,
+            foreign_passport_country: r.foreign_passport_country,
+            employer_first_name: r.employer_first_name,
+            employer_last_name: r.employer_last_name,
+            employer_title: r.employer_title,
+            employer_business: r.employer_business,
+            employer_address: r.employer_address,
+            employer_city: r.employer_city,
+            employer_state: r.employer_state,
+            employer_zip: r.employer_zip,
+            translator_first_name: r.translator_first_name,
+            translator_last_name: r.translator_last_name,
+            translator_address: r.translator_address,
+            translator_city: r.translator_city,
+            translator_state: r.translator_state,
+            translator_zip: r.translator_zip,
+            list_a1_doc_title: r.list_a1_doc_title,
+            list_a1_doc_issuer: r.list_a1_doc_issuer,
+            list_a1_doc_number: r.list_a1_doc_number,
+            list_a1_doc_expiration: r.list_a1_doc_expiration,
+            list_a2_doc_title: r.list_a2_doc_title,
+            list_a2_doc_issuer: r.list_a2_doc_issuer,
+            list_a2_doc_number: r.list_a2_doc_number,
+            list_a2_doc_expiration: r.list_a2_doc_expiration,
+            list_a3_doc_title: r.list_a3_doc_title,
+            list_a3_doc_issuer: r.list_a3_doc_issuer,
+            list_a3_doc_number: r.list_a3_doc_number,
+            list_a3_doc_expiration: r.list_a3_doc_expiration,
+            list_b_doc_title: r.list_b_doc_title,
+            list_b_doc_issuer: r.list_b_doc_issuer,
+            list_b_doc_number: r.list_b_doc_number,
+            list_b_doc_expiration: r.list_b_doc_expiration,
+            list_c_doc_title: r.list_c_doc_title,
+            list_c_doc_issuer: r.list_c_doc_issuer,
+            list_c_doc_number: r.list_c_doc_number,
+            list_c_doc_expiration: r.list_c_doc_expiration,
+            links: Vec::new(),
+            ssn_ciphertext: r.ssn_ciphertext,
+            ssn_last4: r.ssn_last4,
+            location_id: r.location_id,
+            integration_client_id: r.integration_client_id,
+            purge_after: r.purge_after,
+        }
+    }
 }
 
 #[utoipa::path(
@@ -215,16 +374,16 @@ pub async fn list(
 /// 404 unless the I-9 exists and the caller may see it: the check of a step
 /// on it, which discloses nothing (and so decrypts and audits nothing).
 pub async fn check_visible(state: &AppState, caller: &Caller, id: i64) -> ApiResult<()> {
-    let owner: Option<(i64, Option<i64>)> = sqlx::query_as(
+    let owner = sqlx::query!(
         "SELECT e.location_id, e.integration_client_id
          FROM i9s i JOIN employees e ON e.id = i.employee_id WHERE i.id = $1",
+        id,
     )
-    .bind(id)
     .fetch_optional(&state.pool)
     .await?;
     let visibility = caller.visibility(&state.pool).await?;
     match owner {
-        Some((location, client)) if visibility.sees(location, client) => Ok(()),
+        Some(o) if visibility.sees(o.location_id, o.integration_client_id) => Ok(()),
         _ => Err(ApiError::NotFound),
     }
 }
@@ -232,26 +391,45 @@ pub async fn check_visible(state: &AppState, caller: &Caller, id: i64) -> ApiRes
 /// Load one I-9 the caller may see, with its SSN revealed or masked (and a
 /// revealed one audited); visibility is checked first.
 pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Record> {
-    let mut rec: I9Record = sqlx::query_as(
-        "SELECT i.*, e.location_id, e.integration_client_id,
-                -- Retention: once terminated, the later of hire + 3 years and termination + 1 year.
-                CASE WHEN p.terminated_date IS NOT NULL THEN
-                    GREATEST(COALESCE(i.start_date, p.start_date) + INTERVAL '3 years',
-                             p.terminated_date + INTERVAL '1 year')::DATE
-                END AS purge_after
-         FROM i9s i JOIN employees e ON e.id = i.employee_id
-         LEFT JOIN LATERAL (
-             SELECT start_date, terminated_date FROM employment_periods
-             WHERE id = i.employment_period_id
-                OR (i.employment_period_id IS NULL AND employee_id = i.employee_id)
-             ORDER BY id DESC LIMIT 1
-         ) p ON TRUE
-         WHERE i.id = $1",
+    let mut rec: I9Record = sqlx::query_as!(
+        I9Row,
+        r#"SELECT i.id, i.employee_id, i.status AS "i9_status: I9Status", i.i9_notes, i.form_type,
+                  i.form_version, i.attestation AS "attestation: Attestation", i.remote, i.date_created,
+                  i.date_completed, i.date_due, i.date_approved, i.start_date, i.i9_expiration,
+                  i.retention_date, i.signed_date_employee, i.signed_date_employer, i.signed_date_translator,
+                  i.first_name, i.last_name, i.middle_initial, i.other_name, i.date_of_birth,
+                  i.email_address, i.phone_number, i.address_street, i.address_apartment, i.address_city,
+                  i.address_state, i.address_zip, i.work_authorization, i.alien_number, i.admission_number,
+                  i.foreign_passport_number, i.foreign_passport_country, i.employer_first_name,
+                  i.employer_last_name, i.employer_title, i.employer_business, i.employer_address,
+                  i.employer_city, i.employer_state, i.employer_zip, i.translator_first_name,
+                  i.translator_last_name, i.translator_address, i.translator_city, i.translator_state,
+                  i.translator_zip, i.list_a1_doc_title, i.list_a1_doc_issuer, i.list_a1_doc_number,
+                  i.list_a1_doc_expiration, i.list_a2_doc_title, i.list_a2_doc_issuer, i.list_a2_doc_number,
+                  i.list_a2_doc_expiration, i.list_a3_doc_title, i.list_a3_doc_issuer, i.list_a3_doc_number,
+                  i.list_a3_doc_expiration, i.list_b_doc_title, i.list_b_doc_issuer, i.list_b_doc_number,
+                  i.list_b_doc_expiration, i.list_c_doc_title, i.list_c_doc_issuer, i.list_c_doc_number,
+                  i.list_c_doc_expiration, i.ssn_ciphertext, i.ssn_last4, e.location_id,
+                  e.integration_client_id,
+                  -- Retention: once terminated, the later of hire + 3 years and termination + 1 year.
+                  CASE WHEN p.terminated_date IS NOT NULL THEN
+                      GREATEST(COALESCE(i.start_date, p.start_date) + INTERVAL '3 years',
+                               p.terminated_date + INTERVAL '1 year')::DATE
+                  END AS purge_after
+           FROM i9s i JOIN employees e ON e.id = i.employee_id
+           LEFT JOIN LATERAL (
+               SELECT start_date, terminated_date FROM employment_periods
+               WHERE id = i.employment_period_id
+                  OR (i.employment_period_id IS NULL AND employee_id = i.employee_id)
+               ORDER BY id DESC LIMIT 1
+           ) p ON TRUE
+           WHERE i.id = $1"#,
+        id,
     )
-    .bind(id)
     .fetch_optional(&state.pool)
     .await?
-    .ok_or(ApiError::NotFound)?;
+    .ok_or(ApiError::NotFound)?
+    .into();
     if !caller
         .visibility(&state.pool)
         .await?

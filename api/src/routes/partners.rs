@@ -66,14 +66,14 @@ pub async fn section1(
     body: JsonBody<PartnerHire>,
 ) -> ApiResult<Response> {
     caller.require(Scope::Write, Permission::PartnerOperation)?;
-    let partner: Option<(String, Option<String>)> = sqlx::query_as(
-        "SELECT integration_client_system, integration_hr_url FROM oauth_clients
-         WHERE id = $1 AND integration_client_system IS NOT NULL",
+    let partner = sqlx::query!(
+        r#"SELECT integration_client_system AS "system!", integration_hr_url AS hr_url FROM oauth_clients
+           WHERE id = $1 AND integration_client_system IS NOT NULL"#,
+        caller.client_id,
     )
-    .bind(caller.client_id)
     .fetch_optional(&state.pool)
     .await?;
-    let Some((system, hr_url)) = partner else {
+    let Some((system, hr_url)) = partner.map(|p| (p.system, p.hr_url)) else {
         return Err(ApiError::Forbidden(
             "Only a partner client may call the partner operation.".into(),
         ));
@@ -207,12 +207,13 @@ async fn replay_answer(
 ) -> ApiResult<Response> {
     let id = replay.outcome.resource_id;
     let mut conn = state.pool.acquire().await?;
-    let owner: Option<(i64, Option<i64>)> =
-        sqlx::query_as("SELECT location_id, integration_client_id FROM employees WHERE id = $1")
-            .bind(id)
-            .fetch_optional(&mut *conn)
-            .await?;
-    if !owner.is_some_and(|(location, client)| visibility.sees(location, client)) {
+    let owner = sqlx::query!(
+        "SELECT location_id, integration_client_id FROM employees WHERE id = $1",
+        id,
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    if !owner.is_some_and(|o| visibility.sees(o.location_id, o.integration_client_id)) {
         return Err(ApiError::NotFound);
     }
     let request = replay.outcome.section1_request.ok_or_else(|| {

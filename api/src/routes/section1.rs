@@ -309,56 +309,67 @@ impl Link {
     }
 }
 
+/// A Section 1 link as `find` reads it: its request, its I-9 if created,
+/// and what the form shows first (the I-9's data, else the employee's).
+struct LinkRow {
+    request: uuid::Uuid,
+    i9_id: Option<i64>,
+    status: Option<I9Status>,
+    language_preference: Option<i16>,
+    employee_return_url: Option<String>,
+    last_name: Option<String>,
+    first_name: Option<String>,
+    middle_initial: Option<String>,
+    other_name: Option<String>,
+    date_of_birth: Option<NaiveDate>,
+    address_street: Option<String>,
+    address_apartment: Option<String>,
+    address_city: Option<String>,
+    address_state: Option<String>,
+    address_zip: Option<String>,
+    email_address: Option<String>,
+}
+
 async fn find(state: &AppState, token: &str) -> Result<Option<Link>, ApiError> {
-    type Row = (
-        uuid::Uuid,
-        Option<i64>,
-        Option<I9Status>,
-        Option<i16>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<NaiveDate>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-    );
-    let row: Option<Row> = sqlx::query_as(
-        "SELECT r.id, r.i9_id, i.status, e.language_preference, e.employee_return_url,
-                COALESCE(i.last_name, e.last_name), COALESCE(i.first_name, e.first_name), i.middle_initial,
-                i.other_name, COALESCE(i.date_of_birth, e.date_of_birth), i.address_street, i.address_apartment,
-                i.address_city, i.address_state, i.address_zip, i.email_address
-         FROM i9_requests r JOIN employees e ON e.id = r.employee_id LEFT JOIN i9s i ON i.id = r.i9_id
-         WHERE r.section1_token_hash = $1 AND r.section1_used_at IS NULL AND r.section1_expires_at > now()",
+    let row = sqlx::query_as!(
+        LinkRow,
+        r#"SELECT r.id AS request, r.i9_id, i.status AS "status?: I9Status", e.language_preference,
+                  e.employee_return_url, COALESCE(i.last_name, e.last_name) AS last_name,
+                  COALESCE(i.first_name, e.first_name) AS first_name, i.middle_initial AS "middle_initial?",
+                  i.other_name AS "other_name?", COALESCE(i.date_of_birth, e.date_of_birth) AS date_of_birth,
+                  i.address_street AS "address_street?", i.address_apartment AS "address_apartment?",
+                  i.address_city AS "address_city?", i.address_state AS "address_state?",
+                  i.address_zip AS "address_zip?", i.email_address AS "email_address?"
+           FROM i9_requests r JOIN employees e ON e.id = r.employee_id LEFT JOIN i9s i ON i.id = r.i9_id
+           WHERE r.section1_token_hash = $1 AND r.section1_used_at IS NULL AND r.section1_expires_at > now()"#,
+        token_hash(token),
     )
-    .bind(token_hash(token))
     .fetch_optional(&state.pool)
     .await?;
     Ok(row.map(|r| {
         let opt = |v: Option<String>| v.unwrap_or_default();
         Link {
-            request: r.0,
-            i9: r.1,
-            status: r.2,
-            lang: if r.3 == Some(2) { Lang::Es } else { Lang::En },
-            return_url: r.4,
+            request: r.request,
+            i9: r.i9_id,
+            status: r.status,
+            lang: if r.language_preference == Some(2) {
+                Lang::Es
+            } else {
+                Lang::En
+            },
+            return_url: r.employee_return_url,
             prefill: SignForm {
-                last_name: opt(r.5),
-                first_name: opt(r.6),
-                middle_initial: opt(r.7),
-                other_last_names: opt(r.8),
-                date_of_birth: r.9.map(|d| d.to_string()).unwrap_or_default(),
-                address_street: opt(r.10),
-                address_apartment: opt(r.11),
-                address_city: opt(r.12),
-                address_state: opt(r.13),
-                address_zip: opt(r.14),
-                email_address: opt(r.15),
+                last_name: opt(r.last_name),
+                first_name: opt(r.first_name),
+                middle_initial: opt(r.middle_initial),
+                other_last_names: opt(r.other_name),
+                date_of_birth: r.date_of_birth.map(|d| d.to_string()).unwrap_or_default(),
+                address_street: opt(r.address_street),
+                address_apartment: opt(r.address_apartment),
+                address_city: opt(r.address_city),
+                address_state: opt(r.address_state),
+                address_zip: opt(r.address_zip),
+                email_address: opt(r.email_address),
                 ..SignForm::default()
             },
         }

@@ -58,10 +58,10 @@ pub struct EmployeeFields {
     pub cell_extension: Option<Option<Extension>>,
 }
 
-/// A value bound into a statement.
+/// A value bound into a statement; text borrows the field it comes from.
 #[derive(Debug, Clone)]
-enum Bind {
-    Text(Option<String>),
+enum Bind<'a> {
+    Text(Option<&'a str>),
     Date(Option<NaiveDate>),
     Int(Option<i64>),
     SmallInt(Option<i16>),
@@ -69,7 +69,7 @@ enum Bind {
     Hashes(Option<Vec<Vec<u8>>>),
 }
 
-fn push_bind(q: &mut QueryBuilder<'_, Postgres>, v: Bind) {
+fn push_bind<'a>(q: &mut QueryBuilder<'a, Postgres>, v: Bind<'a>) {
     match v {
         Bind::Text(t) => q.push_bind(t),
         Bind::Date(d) => q.push_bind(d),
@@ -87,37 +87,31 @@ const CUSTOM_COLUMNS: [&str; 8] = [
 impl EmployeeFields {
     /// The columns this write sets, in table order: the one place where a
     /// field meets its column.
-    fn columns(&self) -> Vec<(&'static str, Bind)> {
-        fn text<const N: usize>(
-            out: &mut Vec<(&'static str, Bind)>,
+    fn columns(&self) -> Vec<(&'static str, Bind<'_>)> {
+        fn text<'a, const N: usize>(
+            out: &mut Vec<(&'static str, Bind<'a>)>,
             column: &'static str,
-            v: &Option<Option<crate::domain::fields::Text<N>>>,
+            v: &'a Option<Option<crate::domain::fields::Text<N>>>,
         ) {
             if let Some(v) = v {
-                out.push((
-                    column,
-                    Bind::Text(v.as_ref().map(|t| t.as_str().to_owned())),
-                ));
+                out.push((column, Bind::Text(v.as_ref().map(|t| t.as_str()))));
             }
         }
-        fn email<const N: usize>(
-            out: &mut Vec<(&'static str, Bind)>,
+        fn email<'a, const N: usize>(
+            out: &mut Vec<(&'static str, Bind<'a>)>,
             column: &'static str,
-            v: &Option<Option<crate::domain::fields::Email<N>>>,
+            v: &'a Option<Option<crate::domain::fields::Email<N>>>,
         ) {
             if let Some(v) = v {
-                out.push((
-                    column,
-                    Bind::Text(v.as_ref().map(|t| t.as_str().to_owned())),
-                ));
+                out.push((column, Bind::Text(v.as_ref().map(|t| t.as_str()))));
             }
         }
         let mut out = Vec::new();
         if let Some(v) = &self.first_name {
-            out.push(("first_name", Bind::Text(Some(v.as_str().to_owned()))));
+            out.push(("first_name", Bind::Text(Some(v.as_str()))));
         }
         if let Some(v) = &self.last_name {
-            out.push(("last_name", Bind::Text(Some(v.as_str().to_owned()))));
+            out.push(("last_name", Bind::Text(Some(v.as_str()))));
         }
         text(&mut out, "middle_name", &self.middle_name);
         if let Some(v) = self.date_of_birth {
@@ -186,7 +180,7 @@ impl EmployeeFields {
     }
 
     /// Every column this write sets with its value, the SSN's included.
-    fn assignments(&self, cipher: &DataCipher) -> Vec<(&'static str, Bind)> {
+    fn assignments(&self, cipher: &DataCipher) -> Vec<(&'static str, Bind<'_>)> {
         let mut columns = self.columns();
         if let Some(ssn) = &self.ssn {
             let ssn = ssn.as_ref();
@@ -205,13 +199,13 @@ impl EmployeeFields {
                     "ssn_hash_check",
                     Bind::Hashes(ssn.map(|s| cipher.ssn_search_hashes(s))),
                 ),
-                ("ssn_last4", Bind::Text(ssn.map(|s| s.last4().to_owned()))),
+                ("ssn_last4", Bind::Text(ssn.map(|s| s.last4()))),
             ]);
         }
         columns
     }
 
-    fn push_insert(&self, q: &mut QueryBuilder<'_, Postgres>, cipher: &DataCipher) {
+    fn push_insert<'a>(&'a self, q: &mut QueryBuilder<'a, Postgres>, cipher: &DataCipher) {
         let assignments = self.assignments(cipher);
         q.push("INSERT INTO employees (");
         for (i, (c, _)) in assignments.iter().enumerate() {

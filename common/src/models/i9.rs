@@ -62,7 +62,12 @@ pub async fn create(
     new: &NewI9,
     public_base_url: &str,
 ) -> Result<i64, WriteError> {
-    let inserted: Result<i64, sqlx::Error> = sqlx::query_scalar(
+    let middle_initial = new
+        .middle_name
+        .as_deref()
+        .and_then(|m| m.chars().next())
+        .map(String::from);
+    let inserted: Result<i64, sqlx::Error> = sqlx::query_scalar!(
         "INSERT INTO i9s (employee_id, employment_period_id, status, remote, onboarding_type, form_version,
                           date_created, date_due, start_date, first_name, last_name, middle_initial, other_name,
                           date_of_birth, ssn_ciphertext, ssn_last4, email_address, phone_number,
@@ -70,35 +75,30 @@ pub async fn create(
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
                  $18, $19, $20, $21, $22, $23)
          RETURNING id",
+        new.employee_id,
+        new.employment_period_id,
+        I9Status::INITIAL.as_str(),
+        new.remote,
+        new.onboarding_type.as_deref(),
+        FORM_VERSION,
+        Utc::now(),
+        new.start_date.map(|s| business_days_after(s, 3)),
+        new.start_date,
+        &new.first_name,
+        &new.last_name,
+        middle_initial.as_deref(),
+        new.other_name.as_deref(),
+        new.date_of_birth,
+        new.ssn_ciphertext.as_deref(),
+        new.ssn_last4.as_deref(),
+        new.email_address.as_deref(),
+        new.phone_number.as_deref(),
+        new.address_street.as_deref(),
+        new.address_apartment.as_deref(),
+        new.address_city.as_deref(),
+        new.address_state.as_deref(),
+        new.address_zip.as_deref(),
     )
-    .bind(new.employee_id)
-    .bind(new.employment_period_id)
-    .bind(I9Status::INITIAL)
-    .bind(new.remote)
-    .bind(&new.onboarding_type)
-    .bind(FORM_VERSION)
-    .bind(Utc::now())
-    .bind(new.start_date.map(|s| business_days_after(s, 3)))
-    .bind(new.start_date)
-    .bind(&new.first_name)
-    .bind(&new.last_name)
-    .bind(
-        new.middle_name
-            .as_deref()
-            .and_then(|m| m.chars().next())
-            .map(String::from),
-    )
-    .bind(&new.other_name)
-    .bind(new.date_of_birth)
-    .bind(&new.ssn_ciphertext)
-    .bind(&new.ssn_last4)
-    .bind(&new.email_address)
-    .bind(&new.phone_number)
-    .bind(&new.address_street)
-    .bind(&new.address_apartment)
-    .bind(&new.address_city)
-    .bind(&new.address_state)
-    .bind(&new.address_zip)
     .fetch_one(&mut *conn)
     .await;
     let id = match inserted {
@@ -119,11 +119,14 @@ pub async fn open_of(
     conn: &mut PgConnection,
     employee_id: i64,
 ) -> Result<Option<i64>, sqlx::Error> {
-    sqlx::query_scalar("SELECT id FROM i9s WHERE employee_id = $1 AND status = ANY($2)")
-        .bind(employee_id)
-        .bind(&I9Status::OPEN[..])
-        .fetch_optional(conn)
-        .await
+    let open = I9Status::OPEN.map(I9Status::as_str);
+    sqlx::query_scalar!(
+        "SELECT id FROM i9s WHERE employee_id = $1 AND status = ANY($2)",
+        employee_id,
+        &open[..] as &[&str],
+    )
+    .fetch_optional(conn)
+    .await
 }
 
 /// A social security number as stored: encrypted (`Purpose::I9Ssn`) and its
@@ -181,22 +184,18 @@ async fn begin(
     id: i64,
     step: Step,
 ) -> Result<(Current, I9Status), WriteError> {
-    let row: Option<(I9Status, Option<Attestation>, Option<NaiveDate>)> = sqlx::query_as(
-        "SELECT status, attestation, work_authorization_expiration FROM i9s WHERE id = $1 FOR UPDATE",
+    let current = sqlx::query_as!(
+        Current,
+        r#"SELECT status AS "status: I9Status", attestation AS "attestation: Attestation",
+                  work_authorization_expiration
+           FROM i9s WHERE id = $1 FOR UPDATE"#,
+        id,
     )
-    .bind(id)
     .fetch_optional(&mut *conn)
-    .await?;
-    let (status, attestation, work_authorization_expiration) = row.ok_or(WriteError::NotFound)?;
-    let next = status.after(step)?;
-    Ok((
-        Current {
-            status,
-            attestation,
-            work_authorization_expiration,
-        },
-        next,
-    ))
+    .await?
+    .ok_or(WriteError::NotFound)?;
+    let next = current.status.after(step)?;
+    Ok((current, next))
 }
 
 /// The audit name of `step`.
@@ -241,12 +240,12 @@ pub async fn sign_section1(
     public_base_url: &str,
 ) -> Result<(), WriteError> {
     let (current, next) = begin(conn, id, Step::SignSection1).await?;
-    let used = sqlx::query(
+    let used = sqlx::query!(
         "UPDATE i9_requests SET section1_used_at = now()
          WHERE id = $1 AND i9_id = $2 AND section1_used_at IS NULL",
+        link,
+        id,
     )
-    .bind(link)
-    .bind(id)
     .execute(&mut *conn)
     .await?;
     if used.rows_affected() != 1 {
@@ -254,7 +253,7 @@ pub async fn sign_section1(
             "The Section 1 link has been used.".into(),
         ));
     }
-    sqlx::query(
+    sqlx::query!(
         "UPDATE i9s SET status = $2, signed_date_employee = $3, last_name = $4, first_name = $5,
                 middle_initial = $6, other_name = $7, address_street = $8, address_apartment = $9,
                 address_city = $10, address_state = $11, address_zip = $12, date_of_birth = $13,
@@ -265,30 +264,30 @@ pub async fn sign_section1(
                 ssn_ciphertext = COALESCE($22, ssn_ciphertext), ssn_last4 = COALESCE($23, ssn_last4),
                 updated_at = now()
          WHERE id = $1",
+        id,
+        next.as_str(),
+        s.signed_on,
+        &s.last_name,
+        &s.first_name,
+        s.middle_initial.as_deref(),
+        s.other_last_names.as_deref(),
+        &s.address_street,
+        s.address_apartment.as_deref(),
+        &s.address_city,
+        &s.address_state,
+        &s.address_zip,
+        s.date_of_birth,
+        s.email_address.as_deref(),
+        s.phone_number.as_deref(),
+        s.attestation.as_str(),
+        s.work_authorization_expiration,
+        s.alien_number.as_deref(),
+        s.admission_number.as_deref(),
+        s.foreign_passport_number.as_deref(),
+        s.foreign_passport_country.as_deref(),
+        s.ssn.as_ref().map(|n| n.ciphertext.as_slice()),
+        s.ssn.as_ref().map(|n| n.last4.as_str()),
     )
-    .bind(id)
-    .bind(next)
-    .bind(s.signed_on)
-    .bind(&s.last_name)
-    .bind(&s.first_name)
-    .bind(&s.middle_initial)
-    .bind(&s.other_last_names)
-    .bind(&s.address_street)
-    .bind(&s.address_apartment)
-    .bind(&s.address_city)
-    .bind(&s.address_state)
-    .bind(&s.address_zip)
-    .bind(s.date_of_birth)
-    .bind(&s.email_address)
-    .bind(&s.phone_number)
-    .bind(s.attestation)
-    .bind(s.work_authorization_expiration)
-    .bind(&s.alien_number)
-    .bind(&s.admission_number)
-    .bind(&s.foreign_passport_number)
-    .bind(&s.foreign_passport_country)
-    .bind(s.ssn.as_ref().map(|n| &n.ciphertext))
-    .bind(s.ssn.as_ref().map(|n| &n.last4))
     .execute(&mut *conn)
     .await?;
     recorded(
@@ -404,7 +403,21 @@ pub async fn record_section2(
         current.work_authorization_expiration,
         s.documents.expiry(),
     );
-    let mut q = sqlx::query(
+    // List A 1 to 3, List B, List C: $13 to $32, four columns each.
+    let [a1, a2, a3, b, c] = s.documents.columns();
+    fn title(d: Option<&Document>) -> Option<&str> {
+        d.map(|d| d.title.as_str())
+    }
+    fn issuer(d: Option<&Document>) -> Option<&str> {
+        d.map(|d| d.issuer.as_str())
+    }
+    fn number(d: Option<&Document>) -> Option<&str> {
+        d.map(|d| d.number.as_str())
+    }
+    fn expiration(d: Option<&Document>) -> Option<NaiveDate> {
+        d.and_then(|d| d.expiration)
+    }
+    sqlx::query!(
         "UPDATE i9s SET status = $2, signed_date_employer = $3, i9_expiration = $4,
                 employer_first_name = $5, employer_last_name = $6, employer_title = $7,
                 employer_business = $8, employer_address = COALESCE($9, employer_address),
@@ -417,27 +430,41 @@ pub async fn record_section2(
                 list_c_doc_title = $29, list_c_doc_issuer = $30, list_c_doc_number = $31, list_c_doc_expiration = $32,
                 updated_at = now()
          WHERE id = $1",
+        id,
+        next.as_str(),
+        s.signed_on,
+        i9_expiration,
+        &s.employer.first_name,
+        &s.employer.last_name,
+        &s.employer.title,
+        &s.employer.business,
+        s.employer.address.as_deref(),
+        s.employer.city.as_deref(),
+        s.employer.state.as_deref(),
+        s.employer.zip.as_deref(),
+        title(a1),
+        issuer(a1),
+        number(a1),
+        expiration(a1),
+        title(a2),
+        issuer(a2),
+        number(a2),
+        expiration(a2),
+        title(a3),
+        issuer(a3),
+        number(a3),
+        expiration(a3),
+        title(b),
+        issuer(b),
+        number(b),
+        expiration(b),
+        title(c),
+        issuer(c),
+        number(c),
+        expiration(c),
     )
-    .bind(id)
-    .bind(next)
-    .bind(s.signed_on)
-    .bind(i9_expiration)
-    .bind(&s.employer.first_name)
-    .bind(&s.employer.last_name)
-    .bind(&s.employer.title)
-    .bind(&s.employer.business)
-    .bind(&s.employer.address)
-    .bind(&s.employer.city)
-    .bind(&s.employer.state)
-    .bind(&s.employer.zip);
-    for doc in s.documents.columns() {
-        q = q
-            .bind(doc.map(|d| &d.title))
-            .bind(doc.map(|d| &d.issuer))
-            .bind(doc.map(|d| &d.number))
-            .bind(doc.and_then(|d| d.expiration));
-    }
-    q.execute(&mut *conn).await?;
+    .execute(&mut *conn)
+    .await?;
     recorded(
         conn,
         actor,
@@ -458,11 +485,11 @@ pub async fn complete(
     public_base_url: &str,
 ) -> Result<(), WriteError> {
     let (current, next) = begin(conn, id, Step::Complete).await?;
-    sqlx::query(
+    sqlx::query!(
         "UPDATE i9s SET status = $2, date_completed = now(), updated_at = now() WHERE id = $1",
+        id,
+        next.as_str(),
     )
-    .bind(id)
-    .bind(next)
     .execute(&mut *conn)
     .await?;
     recorded(
@@ -485,11 +512,11 @@ pub async fn approve(
     public_base_url: &str,
 ) -> Result<(), WriteError> {
     let (current, next) = begin(conn, id, Step::Approve).await?;
-    sqlx::query(
+    sqlx::query!(
         "UPDATE i9s SET status = $2, date_approved = now(), updated_at = now() WHERE id = $1",
+        id,
+        next.as_str(),
     )
-    .bind(id)
-    .bind(next)
     .execute(&mut *conn)
     .await?;
     recorded(
@@ -514,12 +541,12 @@ pub async fn park(
     public_base_url: &str,
 ) -> Result<(), WriteError> {
     let (current, next) = begin(conn, id, Step::Park).await?;
-    sqlx::query(
+    sqlx::query!(
         "UPDATE i9s SET status = $2, i9_notes = COALESCE($3, i9_notes), updated_at = now() WHERE id = $1",
+        id,
+        next.as_str(),
+        notes,
     )
-    .bind(id)
-    .bind(next)
-    .bind(notes)
     .execute(&mut *conn)
     .await?;
     recorded(

@@ -21,24 +21,34 @@ use crate::Context;
 
 pub const KIND: &str = "create_i9";
 
-type EmployeeRow = (
-    String,
-    String,
-    Option<String>,
-    Option<String>,
-    Option<NaiveDate>,
-    Option<Vec<u8>>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<String>,
-    Option<NaiveDate>,
-    Option<i64>,
-);
+/// The I-9 request, locked.
+struct Request {
+    employee_id: i64,
+    remote: bool,
+    onboarding_type: Option<String>,
+    i9_id: Option<i64>,
+}
+
+/// What the I-9 copies from its employee: the employee's data and current
+/// period of employment.
+struct EmployeeRow {
+    first_name: String,
+    last_name: String,
+    middle_name: Option<String>,
+    other_name: Option<String>,
+    date_of_birth: Option<NaiveDate>,
+    ssn_ciphertext: Option<Vec<u8>>,
+    ssn_last4: Option<String>,
+    email_address: Option<String>,
+    phone_number: Option<String>,
+    address_street: Option<String>,
+    address_apartment: Option<String>,
+    address_city: Option<String>,
+    address_state: Option<String>,
+    address_zip: Option<String>,
+    start_date: Option<NaiveDate>,
+    period_id: Option<i64>,
+}
 
 pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
     let mut tx = ctx.pool.begin().await?;
@@ -46,13 +56,20 @@ pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
         skipped(KIND, job_id);
         return Ok(());
     }
-    let request: Option<(i64, bool, Option<String>, Option<i64>)> = sqlx::query_as(
+    let request = sqlx::query_as!(
+        Request,
         "SELECT employee_id, remote, onboarding_type, i9_id FROM i9_requests WHERE id = $1 FOR UPDATE",
+        request_id,
     )
-    .bind(request_id)
     .fetch_optional(&mut *tx)
     .await?;
-    let Some((employee_id, remote, onboarding, existing)) = request else {
+    let Some(Request {
+        employee_id,
+        remote,
+        onboarding_type: onboarding,
+        i9_id: existing,
+    }) = request
+    else {
         return Err(JobError::Fatal(anyhow::anyhow!(
             "I-9 request {request_id} does not exist"
         )));
@@ -63,39 +80,23 @@ pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
         tx.commit().await?;
         return Ok(());
     }
-    let e: EmployeeRow = sqlx::query_as(
-        "SELECT e.first_name, e.last_name, e.middle_name, e.other_name, e.date_of_birth, e.ssn_ciphertext,
-                e.ssn_last4, e.email_address, COALESCE(e.cell_number, e.home_number, e.work_number),
-                e.address_street, e.address_apartment, e.address_city, e.address_state, e.address_zip,
-                p.start_date, p.id
-         FROM employees e
-         LEFT JOIN LATERAL (SELECT id, start_date FROM employment_periods WHERE employee_id = e.id
-                            ORDER BY id DESC LIMIT 1) p ON TRUE
-         WHERE e.id = $1",
+    let e = sqlx::query_as!(
+        EmployeeRow,
+        r#"SELECT e.first_name, e.last_name, e.middle_name, e.other_name, e.date_of_birth, e.ssn_ciphertext,
+                  e.ssn_last4, e.email_address,
+                  COALESCE(e.cell_number, e.home_number, e.work_number) AS phone_number,
+                  e.address_street, e.address_apartment, e.address_city, e.address_state, e.address_zip,
+                  p.start_date AS "start_date?", p.id AS "period_id?"
+           FROM employees e
+           LEFT JOIN LATERAL (SELECT id, start_date FROM employment_periods WHERE employee_id = e.id
+                              ORDER BY id DESC LIMIT 1) p ON TRUE
+           WHERE e.id = $1"#,
+        employee_id,
     )
-    .bind(employee_id)
     .fetch_one(&mut *tx)
     .await?;
-    let (
-        first,
-        last,
-        middle,
-        other,
-        dob,
-        ssn_ct,
-        ssn_last4,
-        email,
-        phone,
-        street,
-        apt,
-        city,
-        state,
-        zip,
-        start,
-        period,
-    ) = e;
     // The I-9 keeps its own copy of the number, under its own key purpose.
-    let ssn = match ssn_ct {
+    let ssn = match e.ssn_ciphertext {
         Some(ct) => {
             let ssn = ctx
                 .cipher
@@ -110,24 +111,24 @@ pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
     };
     let new = NewI9 {
         employee_id,
-        employment_period_id: period,
+        employment_period_id: e.period_id,
         remote,
         onboarding_type: onboarding,
-        start_date: start,
-        first_name: first,
-        last_name: last,
-        middle_name: middle,
-        other_name: other,
-        date_of_birth: dob,
+        start_date: e.start_date,
+        first_name: e.first_name,
+        last_name: e.last_name,
+        middle_name: e.middle_name,
+        other_name: e.other_name,
+        date_of_birth: e.date_of_birth,
         ssn_ciphertext: ssn,
-        ssn_last4,
-        email_address: email,
-        phone_number: phone,
-        address_street: street,
-        address_apartment: apt,
-        address_city: city,
-        address_state: state,
-        address_zip: zip,
+        ssn_last4: e.ssn_last4,
+        email_address: e.email_address,
+        phone_number: e.phone_number,
+        address_street: e.address_street,
+        address_apartment: e.address_apartment,
+        address_city: e.address_city,
+        address_state: e.address_state,
+        address_zip: e.address_zip,
     };
     let i9_id = match i9::create(&mut tx, &new, &ctx.config.public_base_url).await {
         Ok(id) => id,
@@ -141,11 +142,13 @@ pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
                     "the open I-9 of employee {employee_id} closed meanwhile"
                 )));
             };
-            sqlx::query("UPDATE i9_requests SET i9_id = $2 WHERE id = $1 AND i9_id IS NULL")
-                .bind(request_id)
-                .bind(open)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query!(
+                "UPDATE i9_requests SET i9_id = $2 WHERE id = $1 AND i9_id IS NULL",
+                request_id,
+                open,
+            )
+            .execute(&mut *tx)
+            .await?;
             mark_done(&mut tx, job_id, KIND).await?;
             tx.commit().await?;
             tracing::warn!(
@@ -158,11 +161,13 @@ pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
         Err(WriteError::Database(e)) => return Err(e.into()),
         Err(e) => return Err(JobError::Fatal(e.into())),
     };
-    sqlx::query("UPDATE i9_requests SET i9_id = $2 WHERE id = $1")
-        .bind(request_id)
-        .bind(i9_id)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query!(
+        "UPDATE i9_requests SET i9_id = $2 WHERE id = $1",
+        request_id,
+        i9_id,
+    )
+    .execute(&mut *tx)
+    .await?;
     if remote {
         outbox::enqueue(&mut tx, Job::SendRemoteHireEmail { request_id }).await?;
     }

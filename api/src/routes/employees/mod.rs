@@ -305,6 +305,130 @@ pub struct EmployeeRecord {
     pub integration_client_id: Option<i64>,
 }
 
+/// An employee as `fetch` reads it, before what is derived.
+struct EmployeeRow {
+    id: i64,
+    full_name: String,
+    first_name: String,
+    last_name: String,
+    middle_name: Option<String>,
+    date_of_birth: Option<NaiveDate>,
+    start_date: Option<NaiveDate>,
+    terminated_date: Option<NaiveDate>,
+    profile_id: Option<String>,
+    other_name: Option<String>,
+    job_title: Option<String>,
+    email_address: Option<String>,
+    location_id: i64,
+    legal_entity_id: Option<i64>,
+    language_preference: Option<i16>,
+    custom1: Option<String>,
+    custom2: Option<String>,
+    custom3: Option<String>,
+    custom4: Option<String>,
+    custom5: Option<String>,
+    custom6: Option<String>,
+    custom7: Option<String>,
+    custom8: Option<String>,
+    notification_email1: Option<String>,
+    notification_email2: Option<String>,
+    address_street: Option<String>,
+    address_street2: Option<String>,
+    address_apartment: Option<String>,
+    address_city: Option<String>,
+    address_state: Option<String>,
+    address_country: Option<String>,
+    address_zip: Option<String>,
+    work_number: Option<String>,
+    work_extension: Option<String>,
+    home_number: Option<String>,
+    home_extension: Option<String>,
+    cell_number: Option<String>,
+    cell_extension: Option<String>,
+    integration_client_system: Option<String>,
+    integration_client_process: Option<String>,
+    integration_hr_url: Option<String>,
+    integration_transaction_id: Option<String>,
+    integration_request_id: Option<String>,
+    integration_candidate_id: Option<String>,
+    integration_service_id: Option<String>,
+    integration_report_url: Option<String>,
+    employee_return_url: Option<String>,
+    ssn_ciphertext: Option<Vec<u8>>,
+    ssn_last4: Option<String>,
+    integration_client_id: Option<i64>,
+    latest_i9_status: Option<I9Status>,
+    i9_expiration: Option<NaiveDate>,
+    latest_i9_id: Option<i64>,
+}
+
+/// The record with what is derived left empty (`fetch` fills it).
+impl From<EmployeeRow> for EmployeeRecord {
+    fn from(r: EmployeeRow) -> Self {
+        Self {
+            id: r.id,
+            full_name: r.full_name,
+            first_name: r.first_name,
+            last_name: r.last_name,
+            middle_name: r.middle_name,
+            social_security_number: None,
+            date_of_birth: r.date_of_birth,
+            start_date: r.start_date,
+            terminated_date: r.terminated_date,
+            profile_id: r.profile_id,
+            other_name: r.other_name,
+            job_title: r.job_title,
+            email_address: r.email_address,
+            location_id: r.location_id,
+            legal_entity: r.legal_entity_id,
+            language_preference: r.language_preference,
+            custom1: r.custom1,
+            custom2: r.custom2,
+            custom3: r.custom3,
+            custom4: r.custom4,
+            custom5: r.custom5,
+            custom6: r.custom6,
+            custom7: r.custom7,
+            custom8: r.custom8,
+            notification_email1: r.notification_email1,
+            notification_email2: r.notification_email2,
+            address_street: r.address_street,
+            address_street2: r.address_street2,
+            address_apartment: r.address_apartment,
+            address_city: r.address_city,
+            address_state: r.address_state,
+            address_country: r.address_country,
+            address_zip: r.address_zip,
+            work_number: r.work_number,
+            work_extension: r.work_extension,
+            home_number: r.home_number,
+            home_extension: r.home_extension,
+            cell_number: r.cell_number,
+            cell_extension: r.cell_extension,
+            integration_client_system: r.integration_client_system,
+            integration_client_process: r.integration_client_process,
+            integration_hr_url: r.integration_hr_url,
+            integration_transaction_id: r.integration_transaction_id,
+            integration_request_id: r.integration_request_id,
+            integration_candidate_id: r.integration_candidate_id,
+            integration_service_id: r.integration_service_id,
+            integration_report_url: r.integration_report_url,
+            employee_return_url: r.employee_return_url,
+            i9_status: EmployeeI9Status::default(),
+            i9_expiration: r.i9_expiration,
+            i9_form_section1_link: None,
+            i9_form_section2_link: None,
+            links: Vec::new(),
+            ssn_ciphertext: r.ssn_ciphertext,
+            ssn_last4: r.ssn_last4,
+            section2_i9_id: None,
+            latest_i9_status: r.latest_i9_status,
+            latest_i9_id: r.latest_i9_id,
+            integration_client_id: r.integration_client_id,
+        }
+    }
+}
+
 /// Load one employee the caller may see, with its SSN revealed or masked.
 pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<EmployeeRecord> {
     let visibility = caller.visibility(&state.pool).await?;
@@ -325,30 +449,48 @@ pub async fn fetch(
     visibility: &Visibility,
     id: i64,
 ) -> ApiResult<Option<EmployeeRecord>> {
-    let rec: Option<EmployeeRecord> = sqlx::query_as(&format!(
-        "SELECT e.*, e.last_name || ', ' || e.first_name AS full_name,
-                p.start_date, p.terminated_date, li.status AS latest_i9_status, li.i9_expiration,
-                li.id AS latest_i9_id
-         FROM employees e
-         {LATEST_I9}
-         LEFT JOIN LATERAL (
-             SELECT start_date, terminated_date FROM employment_periods p
-             WHERE p.employee_id = e.id ORDER BY p.id DESC LIMIT 1
-         ) p ON TRUE
-         WHERE e.id = $1"
-    ))
-    .bind(id)
+    // The latest I-9 is joined as in LATEST_I9 (a macro takes no constant).
+    let rec = sqlx::query_as!(
+        EmployeeRow,
+        r#"SELECT e.id, e.last_name || ', ' || e.first_name AS "full_name!", e.first_name, e.last_name,
+                  e.middle_name, e.date_of_birth, p.start_date AS "start_date?",
+                  p.terminated_date AS "terminated_date?", e.profile_id, e.other_name, e.job_title,
+                  e.email_address, e.location_id, e.legal_entity_id, e.language_preference,
+                  e.custom1, e.custom2, e.custom3, e.custom4, e.custom5, e.custom6, e.custom7, e.custom8,
+                  e.notification_email1, e.notification_email2, e.address_street, e.address_street2,
+                  e.address_apartment, e.address_city, e.address_state, e.address_country, e.address_zip,
+                  e.work_number, e.work_extension, e.home_number, e.home_extension, e.cell_number,
+                  e.cell_extension, e.integration_client_system, e.integration_client_process,
+                  e.integration_hr_url, e.integration_transaction_id, e.integration_request_id,
+                  e.integration_candidate_id, e.integration_service_id, e.integration_report_url,
+                  e.employee_return_url, e.ssn_ciphertext, e.ssn_last4, e.integration_client_id,
+                  li.status AS "latest_i9_status?: I9Status", li.i9_expiration AS "i9_expiration?",
+                  li.id AS "latest_i9_id?"
+           FROM employees e
+           LEFT JOIN LATERAL (
+               SELECT i.id, i.status, i.i9_expiration FROM i9s i WHERE i.employee_id = e.id ORDER BY i.id DESC LIMIT 1
+           ) li ON TRUE
+           LEFT JOIN LATERAL (
+               SELECT start_date, terminated_date FROM employment_periods p
+               WHERE p.employee_id = e.id ORDER BY p.id DESC LIMIT 1
+           ) p ON TRUE
+           WHERE e.id = $1"#,
+        id,
+    )
     .fetch_optional(&mut *conn)
     .await?;
-    let Some(mut rec) = rec.filter(|r| visibility.sees(r.location_id, r.integration_client_id))
+    let Some(mut rec) = rec
+        .filter(|r| visibility.sees(r.location_id, r.integration_client_id))
+        .map(EmployeeRecord::from)
     else {
         return Ok(None);
     };
-    let i9_ids: Vec<i64> =
-        sqlx::query_scalar("SELECT id FROM i9s WHERE employee_id = $1 ORDER BY id DESC")
-            .bind(id)
-            .fetch_all(&mut *conn)
-            .await?;
+    let i9_ids = sqlx::query_scalar!(
+        "SELECT id FROM i9s WHERE employee_id = $1 ORDER BY id DESC",
+        id,
+    )
+    .fetch_all(&mut *conn)
+    .await?;
     rec.social_security_number = reveal_ssn(
         state,
         caller,
