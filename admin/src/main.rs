@@ -1,5 +1,7 @@
 //! `i9-admin`: the operator's command line.
 
+mod out;
+
 use std::path::PathBuf;
 
 use anyhow::Context;
@@ -14,6 +16,7 @@ use i9_common::{
     rekey::{self, HeldBy},
     seed, signing_secrets, telemetry, Config,
 };
+use out::say;
 
 #[derive(Parser)]
 #[command(
@@ -153,7 +156,7 @@ async fn main() -> std::process::ExitCode {
 async fn check_keys(pool: &sqlx::PgPool, config: &Config) -> anyhow::Result<()> {
     match key_check::verify_or_record(pool, &DataCipher::from_config(config)).await? {
         key_check::KeyCheck::Verified => {}
-        key_check::KeyCheck::Recorded => println!("keys recorded in key_ring"),
+        key_check::KeyCheck::Recorded => say!("keys recorded in key_ring"),
     }
     Ok(())
 }
@@ -165,7 +168,7 @@ async fn run(cli: Cli, config: anyhow::Result<Config>) -> anyhow::Result<()> {
             db::migrate(&config).await?;
             let pool = db::connect(&config).await?;
             check_keys(&pool, &config).await?;
-            println!("migrations applied; keys match the data");
+            say!("migrations applied; keys match the data");
         }
         Command::Seed {
             file,
@@ -189,7 +192,7 @@ async fn run(cli: Cli, config: anyhow::Result<Config>) -> anyhow::Result<()> {
             let (assigned, notes) =
                 seed::load_with(&pool, &DataCipher::from_config(&config), &org, options).await?;
             for a in &assigned {
-                println!(
+                say!(
                     "{:<13} {:<28} id {:<6} {}",
                     a.kind,
                     a.key,
@@ -199,14 +202,14 @@ async fn run(cli: Cli, config: anyhow::Result<Config>) -> anyhow::Result<()> {
             }
             for note in &notes {
                 match note {
-                    seed::SecretNote::Kept { client_id } => println!(
+                    seed::SecretNote::Kept { client_id } => say!(
                         "{client_id}: kept its current signing secret (the file's differs; rotate \
                          with --rotate-secrets or i9-admin partners rotate-secret)"
                     ),
                     seed::SecretNote::Rotated { client_id, stops } => {
-                        println!("{client_id}: new signing secret (the file's)");
+                        say!("{client_id}: new signing secret (the file's)");
                         for stop in stops {
-                            println!("  {stop}");
+                            say!("  {stop}");
                         }
                     }
                 }
@@ -237,15 +240,20 @@ async fn run(cli: Cli, config: anyhow::Result<Config>) -> anyhow::Result<()> {
                 CallbackCommand::Failed => {
                     let failed = i9_common::events::failed(&pool).await?;
                     if failed.is_empty() {
-                        println!("no failed callbacks");
+                        say!("no failed callbacks");
                     } else {
-                        println!(
+                        say!(
                             "{:<36}  {:<8} {:<4} {:<18} {:<8} {:<24}  LAST",
-                            "EVENT", "EMPLOYEE", "SEQ", "TYPE", "ATTEMPTS", "DEAD AT (UTC)"
+                            "EVENT",
+                            "EMPLOYEE",
+                            "SEQ",
+                            "TYPE",
+                            "ATTEMPTS",
+                            "DEAD AT (UTC)"
                         );
                     }
                     for f in failed {
-                        println!(
+                        say!(
                             "{}  {:<8} {:<4} {:<18} {:<8} {:<24}  {}",
                             f.id,
                             f.employee_id,
@@ -269,15 +277,15 @@ async fn run(cli: Cli, config: anyhow::Result<Config>) -> anyhow::Result<()> {
                         anyhow::bail!("that event is not a failed callback");
                     }
                     for id in &ids {
-                        println!("redelivering {id}");
+                        say!("redelivering {id}");
                     }
-                    println!("{} callback(s) queued again", ids.len());
+                    say!("{} callback(s) queued again", ids.len());
                 }
             }
         }
         Command::Jobs(args) => jobs(args, config?).await?,
         Command::Openapi => {
-            println!(
+            say!(
                 "{}",
                 serde_json::to_string_pretty(&i9_api::routes::openapi::document())?
             );
@@ -290,9 +298,10 @@ async fn run(cli: Cli, config: anyhow::Result<Config>) -> anyhow::Result<()> {
 
 async fn run_rekey(pool: &sqlx::PgPool, cipher: &DataCipher, batch: i64) -> anyhow::Result<()> {
     let (data, hash) = (cipher.data_key_ids(), cipher.hash_key_ids());
-    println!(
+    say!(
         "rewriting under data key {} and SSN hash key {}, {batch} rows per transaction",
-        data[0], hash[0]
+        data[0],
+        hash[0]
     );
     let report = rekey::run(pool, cipher, batch, |c| {
         let verb = if c.name == rekey::SSN_HASH_COLUMN {
@@ -300,21 +309,22 @@ async fn run_rekey(pool: &sqlx::PgPool, cipher: &DataCipher, batch: i64) -> anyh
         } else {
             "re-encrypted"
         };
-        println!("{:<42} {:>9} {verb}", c.name, c.changed);
+        say!("{:<42} {:>9} {verb}", c.name, c.changed);
         for f in &c.failed {
-            println!("  failed: {f}");
+            say!("  failed: {f}");
         }
     })
     .await?;
     let failed: usize = report.columns.iter().map(|c| c.failed.len()).sum();
     if report.complete() {
-        println!(
+        say!(
             "every value is under data key {} and SSN hash key {}",
-            data[0], hash[0]
+            data[0],
+            hash[0]
         );
     } else {
         for (column, n) in &report.remaining {
-            println!("{column}: {n} value(s) still under an older key");
+            say!("{column}: {n} value(s) still under an older key");
         }
     }
     for (ids, ring, variable, nor) in [
@@ -338,7 +348,7 @@ async fn run_rekey(pool: &sqlx::PgPool, cipher: &DataCipher, batch: i64) -> anyh
             .map(ToString::to_string)
             .collect();
         if !in_ring.is_empty() {
-            println!(
+            say!(
                 "no stored value uses key(s) {} of {variable} any more, {nor}: they may be \
                  removed from {variable}, then restart the processes",
                 in_ring.join(", ")
@@ -350,20 +360,20 @@ async fn run_rekey(pool: &sqlx::PgPool, cipher: &DataCipher, batch: i64) -> anyh
         let key = held.ring.key(held.key);
         match &held.by {
             HeldBy::Processes(by) => {
-                println!(
+                say!(
                     "{key} is still the current key of {} live process(es), which write under it:",
                     by.len()
                 );
                 for p in by {
-                    println!("  {p}");
+                    say!("  {p}");
                 }
-                println!(
+                say!(
                     "  restart them with key {current} current in {} (first in the ring), then \
                      run rekey again",
                     held.ring.variable()
                 );
             }
-            HeldBy::Idempotency(f) => println!(
+            HeldBy::Idempotency(f) => say!(
                 "{key} made the fingerprints of {} idempotency record(s) still replayable: a \
                  retry matches its record only while the ring has the key; the last expires at \
                  {} (UTC): run rekey again after that",
@@ -404,7 +414,7 @@ fn utc(t: chrono::DateTime<chrono::Utc>) -> String {
 fn print_key_status(status: &key_usage::Status, cipher: &DataCipher) {
     for ring in RINGS {
         let ids = ring.ids(cipher);
-        println!(
+        say!(
             "{} (this environment's ring: {})",
             ring.variable(),
             ids.iter()
@@ -417,25 +427,25 @@ fn print_key_status(status: &key_usage::Status, cipher: &DataCipher) {
             Ring::SsnHash => vec![&status.ssn_hashes],
         };
         for id in status.key_ids(ring, cipher) {
-            println!("  key {id}: {}", key_state(status, ring, &ids, id));
+            say!("  key {id}: {}", key_state(status, ring, &ids, id));
             for c in &columns {
-                println!("    {:<44} {:>9}", c.column, c.under(id));
+                say!("    {:<44} {:>9}", c.column, c.under(id));
             }
             if ring == Ring::SsnHash {
                 match status.fingerprints_under(id) {
-                    Some(f) => println!(
+                    Some(f) => say!(
                         "    {:<44} {:>9}  the last replayable until {}",
                         FINGERPRINT_COLUMN,
                         f.records,
                         utc(f.last_expires)
                     ),
-                    None => println!("    {FINGERPRINT_COLUMN:<44} {:>9}", 0),
+                    None => say!("    {FINGERPRINT_COLUMN:<44} {:>9}", 0),
                 }
             }
         }
         for c in &columns {
             if c.unreadable() > 0 {
-                println!(
+                say!(
                     "  {}: {} value(s) in no format that names a key",
                     c.column,
                     c.unreadable()
@@ -444,7 +454,7 @@ fn print_key_status(status: &key_usage::Status, cipher: &DataCipher) {
         }
         if ring == Ring::SsnHash {
             if let Some(f) = status.fingerprints.iter().find(|f| f.key.is_none()) {
-                println!(
+                say!(
                     "  {FINGERPRINT_COLUMN}: {} replayable record(s) under no key (from before \
                      fingerprints were keyed)",
                     f.records
@@ -453,23 +463,28 @@ fn print_key_status(status: &key_usage::Status, cipher: &DataCipher) {
         }
     }
     if status.processes.is_empty() {
-        println!(
+        say!(
             "live processes: none (none has sent a heartbeat within {} s)",
             STALE_AFTER.as_secs()
         );
         return;
     }
-    println!(
+    say!(
         "live processes (a heartbeat within {} s): {}",
         STALE_AFTER.as_secs(),
         status.processes.len()
     );
-    println!(
+    say!(
         "  {:<10} {:<24} {:>8}  {:>9}  {:<20}  {:<9}  SSN HASH KEYS",
-        "BINARY", "HOST", "PID", "HEARTBEAT", "STARTED (UTC)", "DATA KEYS"
+        "BINARY",
+        "HOST",
+        "PID",
+        "HEARTBEAT",
+        "STARTED (UTC)",
+        "DATA KEYS"
     );
     for p in &status.processes {
-        println!(
+        say!(
             "  {:<10} {:<24} {:>8}  {:>9}  {:<20}  {:<9}  {}",
             p.binary,
             p.host,
@@ -557,24 +572,24 @@ async fn partners(
                 cipher.encrypt(i9_common::crypto::Purpose::SigningSecret, secret.as_bytes());
             let stops = signing_secrets::replace(&mut tx, cipher, id, &ciphertext, overlap).await?;
             tx.commit().await?;
-            println!("new signing secret of {client_id} (shown once; give it to the partner):");
-            println!("{secret}");
+            say!("new signing secret of {client_id} (shown once; give it to the partner):");
+            say!("{secret}");
             for stop in &stops {
-                println!("{stop}");
+                say!("{stop}");
             }
         }
         PartnerCommand::EndOverlap { .. } => {
             let ended = signing_secrets::end_overlap(&mut tx, id).await?;
             tx.commit().await?;
             if ended.is_empty() {
-                println!("{client_id}: no replaced secret was signing callbacks");
+                say!("{client_id}: no replaced secret was signing callbacks");
             }
             for secret in ended {
                 let stop = signing_secrets::Stop {
                     secret,
                     until: None,
                 };
-                println!("{client_id}: {stop}");
+                say!("{client_id}: {stop}");
             }
         }
     }
@@ -691,7 +706,7 @@ async fn jobs(args: JobArgs, config: Config) -> anyhow::Result<()> {
                 }
                 Err(dead_letters::Error::Interrupted { done, source }) => {
                     for job in &done {
-                        println!("replayed {}", job_line(job));
+                        say!("replayed {}", job_line(job));
                     }
                     Err(dead_letters::Error::Interrupted { done, source })
                 }
@@ -714,7 +729,7 @@ async fn jobs(args: JobArgs, config: Config) -> anyhow::Result<()> {
 const NONE: &str = "-";
 
 fn print_listing(l: &dead_letters::Listing, limit: usize) {
-    println!(
+    say!(
         "{}: {} message(s) waiting, {} read{}",
         l.scanned.queue,
         l.scanned.ready,
@@ -726,15 +741,21 @@ fn print_listing(l: &dead_letters::Listing, limit: usize) {
         }
     );
     if l.jobs.is_empty() {
-        println!("no failed jobs");
+        say!("no failed jobs");
         return;
     }
-    println!(
+    say!(
         "{:<36}  {:<22}  {:>8}  {:<14}  {:<20}  {:>6}  {:<44}  ERROR",
-        "JOB ID", "KIND", "ATTEMPTS", "REASON", "DEAD AT", "COPIES", "ABOUT"
+        "JOB ID",
+        "KIND",
+        "ATTEMPTS",
+        "REASON",
+        "DEAD AT",
+        "COPIES",
+        "ABOUT"
     );
     for job in l.jobs.iter().take(limit) {
-        println!(
+        say!(
             "{:<36}  {:<22}  {:>8}  {:<14}  {:<20}  {:>6}  {:<44}  {}",
             job.id,
             job.kind.as_deref().unwrap_or(NONE),
@@ -755,9 +776,9 @@ fn print_listing(l: &dead_letters::Listing, limit: usize) {
         );
     }
     let messages: usize = l.jobs.iter().map(|j| j.copies).sum();
-    println!("{} failed job(s) in {messages} message(s)", l.jobs.len());
+    say!("{} failed job(s) in {messages} message(s)", l.jobs.len());
     if l.jobs.len() > limit {
-        println!("{} more not shown (--limit)", l.jobs.len() - limit);
+        say!("{} more not shown (--limit)", l.jobs.len() - limit);
     }
 }
 
@@ -779,21 +800,22 @@ fn job_line(job: &dead_letters::DeadJob) -> String {
 
 fn print_outcome(verb: &str, o: &dead_letters::Outcome) {
     for job in &o.done {
-        println!("{verb} {}", job_line(job));
+        say!("{verb} {}", job_line(job));
     }
     let messages: usize = o.done.iter().map(|j| j.copies).sum();
-    println!("{} job(s) {verb} ({messages} message(s))", o.done.len());
+    say!("{} job(s) {verb} ({messages} message(s))", o.done.len());
     if !o.left_malformed.is_empty() {
-        println!(
+        say!(
             "{} malformed message(s) left in {}: they can be purged, not replayed",
             o.left_malformed.len(),
             o.scanned.queue
         );
     }
     if !o.scanned.complete {
-        println!(
+        say!(
             "{} held more than the {} message(s) read: run again for the rest",
-            o.scanned.queue, o.scanned.read
+            o.scanned.queue,
+            o.scanned.read
         );
     }
 }

@@ -25,9 +25,21 @@ pub const HEADER: &str = "idempotency-key";
 
 /// The key of a request, if it sent one.
 pub fn key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
-    let Some(v) = headers.get(HEADER) else {
+    let mut values = headers.get_all(HEADER).iter();
+    let Some(v) = values.next() else {
         return Ok(None);
     };
+    if values.next().is_some() {
+        // Which of two keys would a retry name? Neither is taken.
+        return Err(ApiError::BadRequest {
+            detail: "The Idempotency-Key header is given more than once.".into(),
+            errors: vec![FieldError::new(
+                "Idempotency-Key",
+                "repeated",
+                "Send one Idempotency-Key header.",
+            )],
+        });
+    }
     match v.to_str() {
         Ok(s) if !s.trim().is_empty() && s.len() <= 255 => Ok(Some(s.trim().to_owned())),
         _ => Err(ApiError::BadRequest {

@@ -118,15 +118,15 @@ impl I9Status {
     }
 
     /// What must happen next, as the partner callbacks word it
-    /// (docs/partners.md); `None` once approved.
+    /// (docs/partners.md); `None` once approved or parked (a parked I-9 is
+    /// locked: no step follows).
     pub fn next_step(self) -> Option<&'static str> {
         match self {
             Self::Section1Incomplete => Some("The employee completes and signs Section 1"),
             Self::SignedSec1 => Some("The employer examines the documents and completes Section 2"),
             Self::SignedSec2 => Some("The employer marks the I-9 complete"),
             Self::Completed => Some("An approver approves the I-9"),
-            Self::Parked => Some("The employer resolves what parked the I-9"),
-            Self::Approved => None,
+            Self::Parked | Self::Approved => None,
         }
     }
 }
@@ -211,9 +211,10 @@ pub(crate) mod tests {
             assert!(Step::ALL.iter().all(|s| !status.allows(*s)), "{status}");
         }
         assert_eq!(Approved.next_step(), None);
+        assert_eq!(Parked.next_step(), None);
         assert!(I9Status::ALL
             .iter()
-            .filter(|s| **s != Approved)
+            .filter(|s| !matches!(s, Approved | Parked))
             .all(|s| s.next_step().is_some()));
         let open: Vec<I9Status> = I9Status::ALL
             .iter()

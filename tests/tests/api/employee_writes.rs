@@ -696,6 +696,25 @@ async fn an_idempotency_key_replays_the_first_response() {
         .unwrap();
     assert_eq!(r.status(), 201);
     assert_eq!(counts(&app).await.0, 5);
+
+    // Two keys on one request: neither is taken, nothing is written.
+    let mut c = ana();
+    c["profileId"] = json!("EMP-2003");
+    c["socialSecurityNumber"] = json!("567-89-0124");
+    let r = app
+        .http
+        .post(app.url("/v1/employees"))
+        .bearer_auth(&token)
+        .header("idempotency-key", "key-2")
+        .header("idempotency-key", "key-3")
+        .json(&c)
+        .send()
+        .await
+        .unwrap();
+    let p = problem(r, 400).await;
+    assert_eq!(fields(&p), [("Idempotency-Key".into(), "repeated".into())]);
+    assert_eq!(counts(&app).await.0, 5, "nothing written");
+    assert_eq!(idempotency_rows(&app).await.len(), 2, "no key taken");
 }
 
 #[tokio::test]

@@ -442,11 +442,10 @@ async fn a_partners_conflict_names_no_record_it_cannot_see() {
     body["socialSecurityNumber"] = json!("567-89-0123");
     body["profileId"] = json!("ATS-1");
     let p: Value = push(&app, &token, &body).await.json().await.unwrap();
-    assert!(
-        p["detail"]
-            .as_str()
-            .unwrap()
-            .contains(&format!("employee {own}")),
+    // Named, and without pointing at PATCH, which a partner cannot use.
+    assert_eq!(
+        p["detail"],
+        format!("profileId already belongs to employee {own}."),
         "{p}"
     );
     assert_eq!(

@@ -412,6 +412,9 @@ pub async fn check_unique(
         named &= caller.has(Permission::FullSsn);
     }
     Err(ApiError::Conflict(match named {
+        // A partner re-hires its own candidates by pushing them again
+        // (docs/partners.md); PATCH is out of its reach.
+        true if caller.partner => format!("{field} already belongs to employee {id}."),
         true => format!(
             "{field} already belongs to employee {id}; re-hire with PATCH /v1/employees/{id}."
         ),
