@@ -68,6 +68,44 @@ trap 'exit 130' INT TERM
 "$bin/i9-admin" migrate >/dev/null
 "$bin/i9-admin" seed fixtures/org.json >/dev/null
 
+# I-9s for the I-9 routes to act on. The worker creates I-9s (from the
+# requests of employee writes), and it does not run here, so they are
+# inserted as the tests' `insert_i9` does (tests/src/lib.rs): one per step, in
+# the status that step starts from, each of an employee of the example
+# organization (at most one open I-9 each). No SSN: the worker copies it
+# encrypted, which SQL cannot. scripts/contract_hooks.py gives each step's
+# operation its I-9's id as the path's `id` where the generated one is valid
+# (the read, getI9, the Section 2 one's), so the runs reach the body checks
+# and the state machine instead of a 404; once a step has succeeded, the same
+# step answers 409 (documented).
+i9s="$(psql -X -q -t -A -F '|' -v ON_ERROR_STOP=1 "$DATABASE_URL" <<'SQL'
+INSERT INTO i9s (employee_id, status, form_version, first_name, last_name, email_address,
+                 start_date, date_due)
+SELECT e.id, v.status, '01/20/25', e.first_name, e.last_name, e.email_address,
+       p.start_date, p.start_date + 3
+FROM (VALUES ('EMP-1001', 'Signed Sec 1'), ('EMP-1002', 'Signed Sec 2'),
+             ('EMP-1001', 'Completed'), ('EMP-1003', 'Section 1 Incomplete')) AS v (profile_id, status)
+JOIN employees e ON e.profile_id = v.profile_id
+LEFT JOIN LATERAL (SELECT start_date FROM employment_periods
+                   WHERE employee_id = e.id ORDER BY id DESC LIMIT 1) p ON true
+RETURNING id, status;
+SQL
+)"
+CONTRACT_I9_SECTION2="" CONTRACT_I9_COMPLETE="" CONTRACT_I9_APPROVE="" CONTRACT_I9_PARK=""
+while IFS='|' read -r id status; do
+  case "$status" in
+    "Signed Sec 1") CONTRACT_I9_SECTION2="$id" ;;
+    "Signed Sec 2") CONTRACT_I9_COMPLETE="$id" ;;
+    Completed) CONTRACT_I9_APPROVE="$id" ;;
+    "Section 1 Incomplete") CONTRACT_I9_PARK="$id" ;;
+  esac
+done <<<"$i9s"
+for v in "$CONTRACT_I9_SECTION2" "$CONTRACT_I9_COMPLETE" "$CONTRACT_I9_APPROVE" "$CONTRACT_I9_PARK"; do
+  [ -n "$v" ] || { echo "contract: could not insert the I-9s (got: $i9s)" >&2; exit 1; }
+done
+export CONTRACT_I9_SECTION2 CONTRACT_I9_COMPLETE CONTRACT_I9_APPROVE CONTRACT_I9_PARK
+echo "contract: I-9s $CONTRACT_I9_SECTION2 (Signed Sec 1), $CONTRACT_I9_COMPLETE (Signed Sec 2), $CONTRACT_I9_APPROVE (Completed), $CONTRACT_I9_PARK (Section 1 Incomplete)"
+
 # The API's log: under I9_TEST_LOG_DIR for the log scan when scripts/test.sh
 # runs this, else beside the binaries.
 log_dir="${I9_TEST_LOG_DIR:-$target_dir}"
@@ -101,6 +139,9 @@ export CONTRACT_PARTNER_TOKEN
 # constraint the server enforces on one value is stated in the document
 # (docs/api.md); scripts/contract.toml names the 422s of rules across fields.
 checks=not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,negative_data_rejection,positive_data_acceptance
+
+# The hooks point the I-9 routes at the I-9s inserted above.
+export SCHEMATHESIS_HOOKS=scripts/contract_hooks.py
 
 echo "contract: schemathesis $SCHEMATHESIS_VERSION against http://$BIND_ADDR/v1/openapi.json (seed $seed, at most $max_examples cases per operation and phase)"
 "$venv/bin/schemathesis" --config-file scripts/contract.toml run "http://$BIND_ADDR/v1/openapi.json" \

@@ -12,6 +12,7 @@ use axum::{
     http::{header, HeaderMap},
     response::{IntoResponse, Response},
 };
+use i9_common::domain::{fields::CalendarDate, Field, Invalid, Required};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use utoipa::{
@@ -73,6 +74,57 @@ pub trait RequestBody: DeserializeOwned + PartialSchema {
     }
 }
 
+/// Collects the problems of a body, each under the field's name: what a
+/// request type's `check` fills while it reads its [`Field`]s.
+#[derive(Default)]
+pub struct Problems(Vec<FieldError>);
+
+impl Problems {
+    pub fn push(&mut self, field: &str, e: Invalid) {
+        self.0.push(FieldError::new(field, e.code, e.message));
+    }
+
+    /// Absent, null or a value; a bad value is noted and read as absent.
+    pub fn patch<T>(&mut self, name: &str, f: Field<T>) -> Option<Option<T>> {
+        f.patch().unwrap_or_else(|e| {
+            self.push(name, e);
+            None
+        })
+    }
+
+    pub fn required<T>(&mut self, name: &str, f: Required<T>) -> Option<T> {
+        f.get().map_err(|e| self.push(name, e)).ok()
+    }
+
+    pub fn optional<T>(&mut self, name: &str, f: Field<T>) -> Option<T> {
+        f.optional().map_err(|e| self.push(name, e)).ok().flatten()
+    }
+
+    pub fn date(
+        &mut self,
+        name: &str,
+        f: Field<CalendarDate>,
+    ) -> Option<Option<chrono::NaiveDate>> {
+        self.patch(name, f).map(|d| d.map(|d| d.0))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn into_errors(self) -> Vec<FieldError> {
+        self.0
+    }
+
+    pub fn finish<T>(self, value: T) -> Result<T, Vec<FieldError>> {
+        if self.0.is_empty() {
+            Ok(value)
+        } else {
+            Err(self.0)
+        }
+    }
+}
+
 /// The names of the properties a schema (an object, or all of several)
 /// declares.
 pub fn properties(schema: &RefOr<Schema>) -> BTreeSet<String> {
@@ -120,6 +172,25 @@ impl<T: RequestBody> JsonBody<T> {
     /// The body read as `T` and checked by `check`.
     pub fn check<O>(&self, check: impl FnOnce(T) -> Result<O, Vec<FieldError>>) -> ApiResult<O> {
         let object = json_object(&self.headers, &self.raw)?;
+        Self::read(object, check)
+    }
+
+    /// [`Self::check`] of a body the operation may go without: an empty one
+    /// (or white space only), whatever its `Content-Type`, reads as `{}`.
+    pub fn check_optional<O>(
+        &self,
+        check: impl FnOnce(T) -> Result<O, Vec<FieldError>>,
+    ) -> ApiResult<O> {
+        if self.raw.iter().all(u8::is_ascii_whitespace) {
+            return Self::read(Map::new(), check);
+        }
+        self.check(check)
+    }
+
+    fn read<O>(
+        object: Map<String, Value>,
+        check: impl FnOnce(T) -> Result<O, Vec<FieldError>>,
+    ) -> ApiResult<O> {
         let known = T::fields();
         let mut errors: Vec<FieldError> = object
             .keys()
@@ -142,6 +213,123 @@ impl<T: RequestBody> JsonBody<T> {
             }
         }
     }
+}
+
+/// For a request type's unit tests: the document is the contract. Every
+/// property the schema of `T` lists is a field `T` reads (a bad value is
+/// named under that very name), every stated `maxLength` is the one
+/// enforced, every value of a stated `enum` is accepted and a near miss is
+/// not, and no other member is accepted. The number of properties.
+#[cfg(test)]
+pub(crate) fn schema_is_enforced<T: RequestBody>(
+    check: impl Fn(T) -> Result<(), Vec<FieldError>>,
+) -> usize {
+    use serde_json::json;
+
+    let errors = |body: Value| -> Vec<(String, &'static str)> {
+        let unknown = body
+            .as_object()
+            .unwrap()
+            .keys()
+            .filter(|k| !T::fields().contains(*k))
+            .map(|k| (k.clone(), T::unknown(k).code))
+            .collect::<Vec<_>>();
+        let checked = check(serde_json::from_value(body).unwrap()).err();
+        unknown
+            .into_iter()
+            .chain(
+                checked
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|e| (e.field, e.code)),
+            )
+            .collect()
+    };
+    let codes_of = |name: &str, v: Value| -> Vec<&'static str> {
+        errors(json!({ name: v }))
+            .into_iter()
+            .filter(|(f, _)| f == name)
+            .map(|(_, c)| c)
+            .collect()
+    };
+    let schema = serde_json::to_value(T::schema()).unwrap();
+    let mut props = Map::new();
+    let mut stack = vec![&schema];
+    while let Some(s) = stack.pop() {
+        if let Some(p) = s["properties"].as_object() {
+            props.extend(p.clone());
+        }
+        if let Some(all) = s["allOf"].as_array() {
+            stack.extend(all);
+        }
+    }
+    assert_eq!(props.keys().cloned().collect::<BTreeSet<_>>(), *T::fields());
+    for (name, prop) in &props {
+        let errs = errors(json!({ name: {"an": "object"} }));
+        assert!(
+            errs.iter().any(|(f, c)| f == name && *c != "unknown_field"),
+            "{name}: a bad value is named under its own name: {errs:?}"
+        );
+        let prop = prop.get("oneOf").map_or(prop, |o| &o[0]);
+        if let Some(max) = prop["maxLength"].as_u64() {
+            let at = |n: u64| {
+                let v = if prop["format"] == "email" {
+                    // Labels of at most 63 characters.
+                    let len = n as usize - 6;
+                    let host: String = (0..len)
+                        .map(|i| {
+                            if i % 50 == 49 && i + 1 < len {
+                                '.'
+                            } else {
+                                'b'
+                            }
+                        })
+                        .collect();
+                    format!("a@{host}.com")
+                } else if name == "employeeReturnUrl" {
+                    format!("https://example.com/{}", "a".repeat(n as usize - 20))
+                } else {
+                    "7".repeat(n as usize)
+                };
+                codes_of(name, json!(v))
+            };
+            assert_eq!(at(max), Vec::<&str>::new(), "{name} at its maxLength {max}");
+            assert_eq!(at(max + 1), ["too_long"], "{name} over its maxLength {max}");
+            if prop["format"] != "email" && name != "employeeReturnUrl" {
+                // Counted as sent: white space around counts too.
+                let padded = format!(" {}", "7".repeat(max as usize));
+                assert_eq!(
+                    codes_of(name, json!(padded)),
+                    ["too_long"],
+                    "{name}: white space counts towards its maxLength {max}"
+                );
+            }
+        }
+        if let Some(choices) = prop["enum"].as_array() {
+            for choice in choices {
+                assert_eq!(
+                    codes_of(name, choice.clone()),
+                    Vec::<&str>::new(),
+                    "{name} accepts {choice}"
+                );
+                if let Some(text) = choice.as_str() {
+                    for near in [format!("{text} "), text.to_uppercase() + "x"] {
+                        assert_eq!(
+                            codes_of(name, json!(near)),
+                            ["invalid_value"],
+                            "{name} refuses {near:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(
+        codes_of("colour", json!("blue")),
+        ["unknown_field"],
+        "a member the schema does not list is refused"
+    );
+    props.len()
 }
 
 /// Every place under `path` (`name`, `name.inner`, `name[0]`) whose name or

@@ -3,400 +3,586 @@
 //! `/approve` (permission 5). Each answers 200 with the updated I-9; a step
 //! the current status does not allow is a 409. The steps themselves, and the
 //! state machine they follow, are in `i9_common::models::i9`: a handler here
-//! extracts, authorizes, calls and answers.
+//! extracts, authorizes, calls and answers. The Section 2 and park bodies
+//! are request types read through [`JsonBody`], as the employee bodies are
+//! (`routes/employees/input.rs`): fields of the domain types with their
+//! limits, document titles as enums of each list's titles, and one 422 that
+//! names every bad field and every broken rule across fields.
 
-use axum::{body::Bytes, extract::State, http::HeaderMap, Json};
+use std::{collections::BTreeSet, sync::OnceLock};
+
+use axum::{extract::State, Json};
 use chrono::{NaiveDate, Utc};
 use i9_common::{
-    domain::{parse_date, Permission, Scope},
+    domain::{
+        fields::{enum_schema, CalendarDate, Text},
+        Field, FromJson, Invalid, Permission, Required, Scope,
+    },
     models::i9::{self as lifecycle, Document, Documents, Employer, Section2 as Section2Input},
 };
-use serde_json::{Map, Value};
+use serde::Deserialize;
+use serde_json::Value;
+use utoipa::{
+    openapi::{RefOr, Schema},
+    PartialSchema, ToSchema,
+};
 
 use super::{i9s, Id};
 use crate::{
     auth::Caller,
-    error::{ApiError, ApiResult, FieldError, Problem},
+    body::{properties, JsonBody, Problems, RequestBody},
+    error::{ApiResult, FieldError, Problem},
     state::AppState,
 };
 
-/// Documents each list accepts (the Form I-9 "Lists of Acceptable Documents").
-pub const LIST_A: &[&str] = &[
-    "U.S. Passport",
-    "U.S. Passport Card",
-    "Permanent Resident Card (Form I-551)",
-    "Foreign Passport with I-551 Stamp",
-    "Employment Authorization Document (Form I-766)",
-    "Foreign Passport with Form I-94",
-    "Passport from FSM or RMI with Form I-94",
-];
-pub const LIST_B: &[&str] = &[
-    "Driver's License",
-    "State ID Card",
-    "Federal or Local Government ID Card",
-    "School ID Card",
-    "Voter Registration Card",
-    "U.S. Military Card",
-    "Military Dependent's ID Card",
-    "U.S. Coast Guard Merchant Mariner Card",
-    "Native American Tribal Document",
-    "Canadian Driver's License",
-];
-pub const LIST_C: &[&str] = &[
-    "Social Security Card",
-    "Certification of Report of Birth (Form DS-1350, FS-545, FS-240)",
-    "Birth Certificate",
-    "Native American Tribal Document",
-    "U.S. Citizen ID Card (Form I-197)",
-    "Identification Card for Use of Resident Citizen (Form I-179)",
-    "Employment Authorization Document issued by DHS",
-];
+/// The titles of one list of the Form I-9 "Lists of Acceptable Documents",
+/// as an enum: each variant's title is its only accepted spelling (exact,
+/// case and white space included), and the schema lists them as `enum`.
+macro_rules! document_list {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident => $title:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name {
+            $($variant,)+
+        }
 
-/// One document group of the body (`listA1Doc`, …).
-struct DocGroup {
-    prefix: &'static str,
-    titles: &'static [&'static str],
+        impl $name {
+            /// The accepted titles, in the form's order.
+            pub const TITLES: &'static [&'static str] = &[$($title,)+];
+            const ALL: &'static [$name] = &[$($name::$variant,)+];
+
+            pub fn title(self) -> &'static str {
+                match self {
+                    $($name::$variant => $title,)+
+                }
+            }
+        }
+
+        impl FromJson for $name {
+            fn from_json(value: &Value) -> Result<Self, Invalid> {
+                document_title(value, Self::ALL, Self::title)
+            }
+        }
+
+        impl PartialSchema for $name {
+            fn schema() -> RefOr<Schema> {
+                enum_schema(Self::TITLES)
+            }
+        }
+
+        impl ToSchema for $name {}
+    };
 }
 
-const GROUPS: [DocGroup; 5] = [
-    DocGroup {
-        prefix: "listA1Doc",
-        titles: LIST_A,
-    },
-    DocGroup {
-        prefix: "listA2Doc",
-        titles: LIST_A,
-    },
-    DocGroup {
-        prefix: "listA3Doc",
-        titles: LIST_A,
-    },
-    DocGroup {
-        prefix: "listBDoc",
-        titles: LIST_B,
-    },
-    DocGroup {
-        prefix: "listCDoc",
-        titles: LIST_C,
-    },
-];
-
-const EMPLOYER: &[(&str, usize, bool)] = &[
-    ("employerFirstName", 40, true),
-    ("employerLastName", 40, true),
-    ("employerTitle", 80, true),
-    ("employerBusiness", 100, true),
-    ("employerAddress", 80, false),
-    ("employerCity", 50, false),
-    ("employerState", 20, false),
-    ("employerZip", 10, false),
-];
-
-#[derive(Default, Debug)]
-struct Doc {
-    title: Option<String>,
-    issuer: Option<String>,
-    number: Option<String>,
-    expiration: Option<NaiveDate>,
-}
-
-impl Doc {
-    /// The document, when its title, issuer and number are all given.
-    fn whole(self) -> Option<Document> {
-        Some(Document {
-            title: self.title?,
-            issuer: self.issuer?,
-            number: self.number?,
-            expiration: self.expiration,
-        })
+document_list!(
+    /// A List A document: identity and employment authorization.
+    ListA {
+        UsPassport => "U.S. Passport",
+        UsPassportCard => "U.S. Passport Card",
+        PermanentResidentCard => "Permanent Resident Card (Form I-551)",
+        ForeignPassportWithI551Stamp => "Foreign Passport with I-551 Stamp",
+        EmploymentAuthorizationDocument => "Employment Authorization Document (Form I-766)",
+        ForeignPassportWithI94 => "Foreign Passport with Form I-94",
+        FsmOrRmiPassportWithI94 => "Passport from FSM or RMI with Form I-94",
     }
+);
+
+document_list!(
+    /// A List B document: identity.
+    ListB {
+        DriversLicense => "Driver's License",
+        StateIdCard => "State ID Card",
+        GovernmentIdCard => "Federal or Local Government ID Card",
+        SchoolIdCard => "School ID Card",
+        VoterRegistrationCard => "Voter Registration Card",
+        MilitaryCard => "U.S. Military Card",
+        MilitaryDependentsIdCard => "Military Dependent's ID Card",
+        MerchantMarinerCard => "U.S. Coast Guard Merchant Mariner Card",
+        NativeAmericanTribalDocument => "Native American Tribal Document",
+        CanadianDriversLicense => "Canadian Driver's License",
+    }
+);
+
+document_list!(
+    /// A List C document: employment authorization.
+    ListC {
+        SocialSecurityCard => "Social Security Card",
+        ReportOfBirthAbroad => "Certification of Report of Birth (Form DS-1350, FS-545, FS-240)",
+        BirthCertificate => "Birth Certificate",
+        NativeAmericanTribalDocument => "Native American Tribal Document",
+        CitizenIdCard => "U.S. Citizen ID Card (Form I-197)",
+        ResidentCitizenIdCard => "Identification Card for Use of Resident Citizen (Form I-179)",
+        DhsEmploymentAuthorization => "Employment Authorization Document issued by DHS",
+    }
+);
+
+/// One of `all`, by its exact title; else the list in the message.
+fn document_title<T: Copy>(
+    value: &Value,
+    all: &[T],
+    title: fn(T) -> &'static str,
+) -> Result<T, Invalid> {
+    let s = value
+        .as_str()
+        .ok_or_else(|| Invalid::new("invalid_type", "Must be a string."))?;
+    all.iter().copied().find(|t| title(*t) == s).ok_or_else(|| {
+        let titles: Vec<&str> = all.iter().map(|t| title(*t)).collect();
+        Invalid::new(
+            "invalid_value",
+            format!(
+                "Not a document of this list. Accepted: {}.",
+                titles.join("; ")
+            ),
+        )
+    })
 }
 
-/// Section 2: the documents (List A, or List B and List C), the employer
-/// representative, and the representative's signature (their name, typed).
-#[derive(utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
+// The limits of Section 2's text fields.
+pub type DocumentIssuer = Text<100>;
+pub type DocumentNumber = Text<50>;
+pub type EmployerName = Text<40>;
+pub type EmployerTitle = Text<80>;
+pub type EmployerBusiness = Text<100>;
+pub type EmployerAddress = Text<80>;
+pub type EmployerCity = Text<50>;
+pub type EmployerState = Text<20>;
+pub type EmployerZip = Text<10>;
+pub type Signature = Text<100>;
+pub type ParkNotes = Text<500>;
+
+/// The body of `POST /v1/i9s/{id}/section2`: the documents (List A, or List
+/// B and List C), the employer representative, and the representative's
+/// signature (their name, typed). A blank string means null. The rules
+/// across fields (List A, or List B and List C; each document whole; no
+/// expiration in the past; the signature the representative's name) are
+/// each a 422 naming its fields (docs/api.md, "The I-9 lifecycle").
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 #[schema(example = json!({
     "listBDocTitle": "Driver's License", "listBDocIssuer": "Oregon DMV", "listBDocNumber": "D1234567",
     "listBDocExpiration": "2030-04-01", "listCDocTitle": "Social Security Card", "listCDocIssuer": "SSA",
     "listCDocNumber": "on file", "employerFirstName": "Wes", "employerLastName": "Turner",
     "employerTitle": "HR Manager", "employerBusiness": "Acme Staffing US LLC", "employerSignature": "Wes Turner"
 }))]
-#[allow(non_snake_case, dead_code)]
 pub struct Section2 {
-    /// A List A document (also `listA2Doc*`, `listA3Doc*` for a combination such as a passport with Form I-94).
-    listA1DocTitle: Option<String>,
-    listA1DocIssuer: Option<String>,
-    listA1DocNumber: Option<String>,
-    /// `YYYY-MM-DD` or `MM/DD/YYYY`; not in the past.
-    listA1DocExpiration: Option<String>,
-    listBDocTitle: Option<String>,
-    listBDocIssuer: Option<String>,
-    listBDocNumber: Option<String>,
-    listBDocExpiration: Option<String>,
-    listCDocTitle: Option<String>,
-    listCDocIssuer: Option<String>,
-    listCDocNumber: Option<String>,
-    listCDocExpiration: Option<String>,
-    employerFirstName: String,
-    employerLastName: String,
-    employerTitle: String,
-    employerBusiness: String,
-    employerAddress: Option<String>,
-    employerCity: Option<String>,
-    employerState: Option<String>,
-    employerZip: Option<String>,
-    /// The representative's electronic signature: their first and last name as given above.
-    employerSignature: String,
+    /// A List A document: alone, not with List B or C. With its issuer and number.
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_a1_doc_title: Field<ListA>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_a1_doc_issuer: Field<DocumentIssuer>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_a1_doc_number: Field<DocumentNumber>,
+    /// Not in the past.
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_a1_doc_expiration: Field<CalendarDate>,
+    /// A second List A document of a combination (such as a foreign passport with Form I-94); with `listA1Doc*`.
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_a2_doc_title: Field<ListA>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_a2_doc_issuer: Field<DocumentIssuer>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_a2_doc_number: Field<DocumentNumber>,
+    /// Not in the past.
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_a2_doc_expiration: Field<CalendarDate>,
+    /// A third List A document of a combination; with `listA1Doc*`.
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_a3_doc_title: Field<ListA>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_a3_doc_issuer: Field<DocumentIssuer>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_a3_doc_number: Field<DocumentNumber>,
+    /// Not in the past.
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_a3_doc_expiration: Field<CalendarDate>,
+    /// A List B document: with a List C document, not with List A.
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_b_doc_title: Field<ListB>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_b_doc_issuer: Field<DocumentIssuer>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_b_doc_number: Field<DocumentNumber>,
+    /// Not in the past.
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_b_doc_expiration: Field<CalendarDate>,
+    /// A List C document: with a List B document, not with List A.
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_c_doc_title: Field<ListC>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_c_doc_issuer: Field<DocumentIssuer>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_c_doc_number: Field<DocumentNumber>,
+    /// Not in the past.
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_c_doc_expiration: Field<CalendarDate>,
+    /// Required.
+    #[schema(inline)]
+    pub employer_first_name: Required<EmployerName>,
+    /// Required.
+    #[schema(inline)]
+    pub employer_last_name: Required<EmployerName>,
+    /// Required.
+    #[schema(inline)]
+    pub employer_title: Required<EmployerTitle>,
+    /// Required.
+    #[schema(inline)]
+    pub employer_business: Required<EmployerBusiness>,
+    /// Absent or null, the I-9 keeps what it holds.
+    #[serde(default)]
+    #[schema(inline)]
+    pub employer_address: Field<EmployerAddress>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub employer_city: Field<EmployerCity>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub employer_state: Field<EmployerState>,
+    #[serde(default)]
+    #[schema(inline)]
+    pub employer_zip: Field<EmployerZip>,
+    /// The representative's electronic signature: their first and last name
+    /// as given in `employerFirstName` and `employerLastName` (case and
+    /// spacing aside). Required.
+    #[schema(inline)]
+    pub employer_signature: Required<Signature>,
 }
 
-/// A park's optional reason.
-#[derive(utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-#[allow(non_snake_case, dead_code)]
+/// The body of `POST /v1/i9s/{id}/park`, which may be left out: the park's
+/// reason.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(example = json!({"i9Notes": "Waiting for the employee's documents"}))]
 pub struct Park {
-    /// Why the I-9 is parked (max 500), kept in `i9Notes`.
-    #[schema(max_length = 500, pattern = r"^[^\u0000]*$")]
-    i9Notes: Option<String>,
+    /// Why the I-9 is parked, kept in `i9Notes`.
+    #[serde(default, rename = "i9Notes")]
+    #[schema(inline)]
+    pub i9_notes: Field<ParkNotes>,
 }
 
-fn body_object(headers: &HeaderMap, body: &[u8], optional: bool) -> ApiResult<Map<String, Value>> {
-    if optional && body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Map::new());
+impl RequestBody for Section2 {
+    fn fields() -> &'static BTreeSet<String> {
+        static FIELDS: OnceLock<BTreeSet<String>> = OnceLock::new();
+        FIELDS.get_or_init(|| properties(&Self::schema()))
     }
-    crate::body::json_object(headers, body)
+
+    fn unknown(name: &str) -> FieldError {
+        FieldError::new(name, "unknown_field", "Not a field of Section 2.")
+    }
 }
 
-fn text(
-    obj: &Map<String, Value>,
-    key: &str,
-    max: usize,
-    errors: &mut Vec<FieldError>,
-) -> Option<String> {
-    match obj.get(key) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.trim().is_empty() => None,
-        Some(Value::String(s)) if s.trim().chars().count() > max => {
-            errors.push(FieldError::new(
-                key,
-                "too_long",
-                format!("At most {max} characters."),
-            ));
+impl RequestBody for Park {
+    fn fields() -> &'static BTreeSet<String> {
+        static FIELDS: OnceLock<BTreeSet<String>> = OnceLock::new();
+        FIELDS.get_or_init(|| properties(&Self::schema()))
+    }
+
+    fn unknown(name: &str) -> FieldError {
+        FieldError::new(name, "unknown_field", "A park takes only i9Notes.")
+    }
+}
+
+/// The four fields of one document of the body (`listA1Doc*`, …).
+struct DocumentFields<T> {
+    prefix: &'static str,
+    title: Field<T>,
+    issuer: Field<DocumentIssuer>,
+    number: Field<DocumentNumber>,
+    expiration: Field<CalendarDate>,
+}
+
+/// Given, or null (a blank string is null).
+fn given<T>(f: &Field<T>) -> bool {
+    !matches!(f, Field::Absent | Field::Null)
+}
+
+/// The value of a field a document needs: one given a bad value is named
+/// for that value; one not given (absent, null or blank), as `required`
+/// with `message`.
+fn needed<V>(
+    p: &mut Problems,
+    field: &str,
+    message: &str,
+    read: Result<Option<V>, Invalid>,
+) -> Option<V> {
+    match read {
+        Ok(Some(v)) => Some(v),
+        Ok(None) => {
+            p.push(field, Invalid::new("required", message));
             None
         }
-        Some(Value::String(s)) => Some(s.trim().to_owned()),
-        Some(_) => {
-            errors.push(FieldError::new(key, "invalid_type", "Must be a string."));
+        Err(e) => {
+            p.push(field, e);
             None
         }
     }
 }
 
-/// Check a Section 2 body; every problem is named.
-fn parse_section2(
-    obj: &Map<String, Value>,
-    today: NaiveDate,
-) -> Result<Section2Input, Vec<FieldError>> {
-    let mut errors = Vec::new();
-    let known = |k: &str| {
-        GROUPS.iter().any(|g| {
-            ["Title", "Issuer", "Number", "Expiration"]
-                .iter()
-                .any(|s| k == format!("{}{s}", g.prefix))
-        }) || EMPLOYER.iter().any(|(n, _, _)| *n == k)
-            || k == "employerSignature"
-    };
-    for k in obj.keys().filter(|k| !known(k)) {
-        errors.push(FieldError::new(
-            k,
-            "unknown_field",
-            "Not a field of Section 2.",
-        ));
+impl<T: Copy> DocumentFields<T> {
+    /// Whether any of the four is given.
+    fn present(&self) -> bool {
+        given(&self.title) || given(&self.issuer) || given(&self.number) || given(&self.expiration)
     }
-    let mut docs = Vec::new();
-    for g in &GROUPS {
-        let f = |s: &str| format!("{}{s}", g.prefix);
-        let present = ["Title", "Issuer", "Number", "Expiration"]
-            .iter()
-            .any(|s| obj.get(&f(s)).is_some_and(|v| !v.is_null()));
-        if !present {
-            docs.push(None);
-            continue;
+
+    /// `None` when no field of the document is given; else the document
+    /// when it is whole and valid, each problem noted.
+    fn read(
+        self,
+        p: &mut Problems,
+        today: NaiveDate,
+        title_of: fn(T) -> &'static str,
+    ) -> Option<Option<Document>> {
+        if !self.present() {
+            return None;
         }
-        let title_key = f("Title");
-        let mut doc = Doc {
-            title: text(obj, &title_key, 100, &mut errors),
-            issuer: text(obj, &f("Issuer"), 100, &mut errors),
-            number: text(obj, &f("Number"), 50, &mut errors),
-            expiration: None,
+        let name = |s: &str| format!("{}{s}", self.prefix);
+        let title = needed(
+            p,
+            &name("Title"),
+            "Name the document.",
+            self.title.optional().map(|t| t.map(title_of)),
+        );
+        let issuer = needed(
+            p,
+            &name("Issuer"),
+            "Give the issuing authority.",
+            self.issuer.optional(),
+        );
+        let number = needed(
+            p,
+            &name("Number"),
+            "Give the document number.",
+            self.number.optional(),
+        );
+        let expiration = match self.expiration.optional() {
+            Ok(Some(CalendarDate(d))) if d < today => {
+                p.push(
+                    &name("Expiration"),
+                    Invalid::new("expired", "The document has expired."),
+                );
+                None
+            }
+            Ok(d) => d.map(|d| d.0),
+            Err(e) => {
+                p.push(&name("Expiration"), e);
+                None
+            }
         };
-        match &doc.title {
-            None => errors.push(FieldError::new(
-                &title_key,
+        Some(match (title, issuer, number) {
+            (Some(title), Some(issuer), Some(number)) => Some(Document {
+                title: title.to_owned(),
+                issuer: issuer.into_string(),
+                number: number.into_string(),
+                expiration,
+            }),
+            _ => None,
+        })
+    }
+}
+
+impl Section2 {
+    /// Every field, and the rules across them, checked (`today`: the day of
+    /// signing, which no expiration may precede). `Err` names every problem.
+    pub fn check(self, today: NaiveDate) -> Result<Section2Input, Vec<FieldError>> {
+        let mut p = Problems::default();
+        let a1 = DocumentFields {
+            prefix: "listA1Doc",
+            title: self.list_a1_doc_title,
+            issuer: self.list_a1_doc_issuer,
+            number: self.list_a1_doc_number,
+            expiration: self.list_a1_doc_expiration,
+        }
+        .read(&mut p, today, ListA::title);
+        let a2 = DocumentFields {
+            prefix: "listA2Doc",
+            title: self.list_a2_doc_title,
+            issuer: self.list_a2_doc_issuer,
+            number: self.list_a2_doc_number,
+            expiration: self.list_a2_doc_expiration,
+        }
+        .read(&mut p, today, ListA::title);
+        let a3 = DocumentFields {
+            prefix: "listA3Doc",
+            title: self.list_a3_doc_title,
+            issuer: self.list_a3_doc_issuer,
+            number: self.list_a3_doc_number,
+            expiration: self.list_a3_doc_expiration,
+        }
+        .read(&mut p, today, ListA::title);
+        let b = DocumentFields {
+            prefix: "listBDoc",
+            title: self.list_b_doc_title,
+            issuer: self.list_b_doc_issuer,
+            number: self.list_b_doc_number,
+            expiration: self.list_b_doc_expiration,
+        }
+        .read(&mut p, today, ListB::title);
+        let c = DocumentFields {
+            prefix: "listCDoc",
+            title: self.list_c_doc_title,
+            issuer: self.list_c_doc_issuer,
+            number: self.list_c_doc_number,
+            expiration: self.list_c_doc_expiration,
+        }
+        .read(&mut p, today, ListC::title);
+        let (has_a1, has_a2, has_a3, has_b, has_c) = (
+            a1.is_some(),
+            a2.is_some(),
+            a3.is_some(),
+            b.is_some(),
+            c.is_some(),
+        );
+        let rule = |p: &mut Problems, field: &str, code: &'static str, message: &str| {
+            p.push(field, Invalid::new(code, message));
+        };
+        if (has_a2 || has_a3) && !has_a1 {
+            rule(
+                &mut p,
+                "listA1DocTitle",
                 "required",
-                "Name the document.",
-            )),
-            Some(t) if !g.titles.contains(&t.as_str()) => errors.push(FieldError::new(
-                &title_key,
-                "invalid_value",
-                format!(
-                    "Not a document of this list. Accepted: {}.",
-                    g.titles.join("; ")
-                ),
-            )),
-            _ => {}
+                "Further List A documents go with a first one.",
+            );
         }
-        if doc.issuer.is_none() {
-            errors.push(FieldError::new(
-                f("Issuer"),
+        if has_a1 && (has_b || has_c) {
+            for field in [
+                "listA1DocTitle",
+                if has_b {
+                    "listBDocTitle"
+                } else {
+                    "listCDocTitle"
+                },
+            ] {
+                rule(
+                    &mut p,
+                    field,
+                    "combination",
+                    "Record List A, or List B and List C, not both.",
+                );
+            }
+        } else if !has_a1 && has_b && !has_c {
+            rule(
+                &mut p,
+                "listCDocTitle",
                 "required",
-                "Give the issuing authority.",
-            ));
-        }
-        if doc.number.is_none() {
-            errors.push(FieldError::new(
-                f("Number"),
+                "A List B document goes with a List C document.",
+            );
+        } else if !has_a1 && has_c && !has_b {
+            rule(
+                &mut p,
+                "listBDocTitle",
                 "required",
-                "Give the document number.",
-            ));
-        }
-        let exp_key = f("Expiration");
-        if let Some(raw) = text(obj, &exp_key, 10, &mut errors) {
-            match parse_date(&raw) {
-                Ok(d) if d < today => errors.push(FieldError::new(
-                    &exp_key,
-                    "expired",
-                    "The document has expired.",
-                )),
-                Ok(d) => doc.expiration = Some(d),
-                Err(e) => errors.push(FieldError::new(&exp_key, "invalid_date", format!("{e}."))),
-            }
-        }
-        docs.push(Some(doc));
-    }
-    let (a1, a2, a3, b, c) = (
-        docs[0].is_some(),
-        docs[1].is_some(),
-        docs[2].is_some(),
-        docs[3].is_some(),
-        docs[4].is_some(),
-    );
-    if (a2 || a3) && !a1 {
-        errors.push(FieldError::new(
-            "listA1DocTitle",
-            "required",
-            "Further List A documents go with a first one.",
-        ));
-    }
-    if a1 && (b || c) {
-        for k in [
-            "listA1DocTitle",
-            if b { "listBDocTitle" } else { "listCDocTitle" },
-        ] {
-            errors.push(FieldError::new(
-                k,
-                "combination",
-                "Record List A, or List B and List C, not both.",
-            ));
-        }
-    } else if !a1 && b && !c {
-        errors.push(FieldError::new(
-            "listCDocTitle",
-            "required",
-            "A List B document goes with a List C document.",
-        ));
-    } else if !a1 && c && !b {
-        errors.push(FieldError::new(
-            "listBDocTitle",
-            "required",
-            "A List C document goes with a List B document.",
-        ));
-    } else if !a1 && !b && !c && !a2 && !a3 {
-        errors.push(FieldError::new(
-            "listA1DocTitle",
-            "required",
-            "Record a List A document, or List B and List C documents.",
-        ));
-    }
-    let mut employer = Vec::new();
-    for (name, max, required) in EMPLOYER {
-        match text(obj, name, *max, &mut errors) {
-            Some(v) => employer.push((*name, v)),
-            None if *required && !errors.iter().any(|e| e.field == *name) => {
-                errors.push(FieldError::new(*name, "required", "Required."))
-            }
-            None => {}
-        }
-    }
-    let get = |n: &str| {
-        employer
-            .iter()
-            .find(|(k, _)| *k == n)
-            .map(|(_, v)| v.clone())
-    };
-    match text(obj, "employerSignature", 100, &mut errors) {
-        None => errors.push(FieldError::new(
-            "employerSignature",
-            "required",
-            "Sign by typing your first and last name.",
-        )),
-        Some(sig) => {
-            if let (Some(first), Some(last)) = (get("employerFirstName"), get("employerLastName")) {
-                let expected = format!("{first} {last}");
-                let normal = |s: &str| {
-                    s.split_whitespace()
-                        .collect::<Vec<_>>()
-                        .join(" ")
-                        .to_lowercase()
-                };
-                if normal(&sig) != normal(&expected) {
-                    errors.push(FieldError::new(
-                        "employerSignature",
-                        "signature_mismatch",
-                        "Type your first and last name exactly as given in employerFirstName and employerLastName.",
-                    ));
-                }
-            }
-        }
-    }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    // Checked above: each document given is whole, and they form List A, or
-    // List B and List C.
-    let mut docs = docs.into_iter().map(|d| d.and_then(Doc::whole));
-    let mut next = || docs.next().flatten();
-    let (a1, a2, a3, b, c) = (next(), next(), next(), next(), next());
-    let documents = match (a1, b, c) {
-        (Some(first), None, None) => Documents::ListA {
-            first,
-            second: a2,
-            third: a3,
-        },
-        (None, Some(b), Some(c)) => Documents::ListBAndC { b, c },
-        _ => {
-            return Err(vec![FieldError::new(
+                "A List C document goes with a List B document.",
+            );
+        } else if !has_a1 && !has_b && !has_c && !has_a2 && !has_a3 {
+            rule(
+                &mut p,
                 "listA1DocTitle",
                 "required",
                 "Record a List A document, or List B and List C documents.",
-            )])
+            );
         }
-    };
-    let employer = Employer {
-        first_name: get("employerFirstName").unwrap_or_default(),
-        last_name: get("employerLastName").unwrap_or_default(),
-        title: get("employerTitle").unwrap_or_default(),
-        business: get("employerBusiness").unwrap_or_default(),
-        address: get("employerAddress"),
-        city: get("employerCity"),
-        state: get("employerState"),
-        zip: get("employerZip"),
-    };
-    Ok(Section2Input {
-        documents,
-        employer,
-        signed_on: today,
-    })
+        let first_name = p.required("employerFirstName", self.employer_first_name);
+        let last_name = p.required("employerLastName", self.employer_last_name);
+        let title = p.required("employerTitle", self.employer_title);
+        let business = p.required("employerBusiness", self.employer_business);
+        let address = p.optional("employerAddress", self.employer_address);
+        let city = p.optional("employerCity", self.employer_city);
+        let state = p.optional("employerState", self.employer_state);
+        let zip = p.optional("employerZip", self.employer_zip);
+        match self.employer_signature.get() {
+            Err(e) if e.code == "required" => rule(
+                &mut p,
+                "employerSignature",
+                "required",
+                "Sign by typing your first and last name.",
+            ),
+            Err(e) => p.push("employerSignature", e),
+            Ok(signature) => {
+                if let (Some(first), Some(last)) = (&first_name, &last_name) {
+                    let expected = format!("{} {}", first.as_str(), last.as_str());
+                    let normal = |s: &str| {
+                        s.split_whitespace()
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                            .to_lowercase()
+                    };
+                    if normal(signature.as_str()) != normal(&expected) {
+                        rule(
+                            &mut p,
+                            "employerSignature",
+                            "signature_mismatch",
+                            "Type your first and last name exactly as given in employerFirstName and employerLastName.",
+                        );
+                    }
+                }
+            }
+        }
+        // With no problem noted, each document given is whole, and they form
+        // List A, or List B and List C (the rules above).
+        let documents = match (a1.flatten(), b.flatten(), c.flatten()) {
+            (Some(first), None, None) => Documents::ListA {
+                first,
+                second: a2.flatten(),
+                third: a3.flatten(),
+            },
+            (None, Some(b), Some(c)) => Documents::ListBAndC { b, c },
+            _ if !p.is_empty() => return Err(p.into_errors()),
+            _ => {
+                return Err(vec![FieldError::new(
+                    "listA1DocTitle",
+                    "required",
+                    "Record a List A document, or List B and List C documents.",
+                )])
+            }
+        };
+        let (Some(first_name), Some(last_name), Some(title), Some(business)) =
+            (first_name, last_name, title, business)
+        else {
+            return Err(p.into_errors());
+        };
+        p.finish(Section2Input {
+            documents,
+            employer: Employer {
+                first_name: first_name.into_string(),
+                last_name: last_name.into_string(),
+                title: title.into_string(),
+                business: business.into_string(),
+                address: address.map(Text::into_string),
+                city: city.map(Text::into_string),
+                state: state.map(Text::into_string),
+                zip: zip.map(Text::into_string),
+            },
+            signed_on: today,
+        })
+    }
+}
+
+impl Park {
+    /// The reason, if any.
+    pub fn check(self) -> Result<Option<String>, Vec<FieldError>> {
+        let mut p = Problems::default();
+        let notes = p.optional("i9Notes", self.i9_notes);
+        p.finish(notes.map(Text::into_string))
+    }
 }
 
 #[utoipa::path(
@@ -420,15 +606,13 @@ pub async fn section2(
     State(state): State<AppState>,
     caller: Caller,
     id: Id,
-    headers: HeaderMap,
-    body: Bytes,
+    body: JsonBody<Section2>,
 ) -> ApiResult<Json<i9s::I9Record>> {
     caller.require(Scope::Write, Permission::WorkOnI9s)?;
     let id = id.get()?;
     i9s::check_visible(&state, &caller, id).await?;
-    let obj = body_object(&headers, &body, false)?;
     let today = Utc::now().date_naive();
-    let section2 = parse_section2(&obj, today).map_err(ApiError::Validation)?;
+    let section2 = body.check(|b: Section2| b.check(today))?;
     let mut tx = state.pool.begin().await?;
     lifecycle::record_section2(&mut tx, &caller.actor(), id, &section2, base_url(&state)).await?;
     tx.commit().await?;
@@ -513,24 +697,11 @@ pub async fn park(
     State(state): State<AppState>,
     caller: Caller,
     id: Id,
-    headers: HeaderMap,
-    body: Bytes,
+    body: JsonBody<Park>,
 ) -> ApiResult<Json<i9s::I9Record>> {
     caller.require(Scope::Write, Permission::WorkOnI9s)?;
     let id = id.get()?;
-    let obj = body_object(&headers, &body, true)?;
-    let mut errors = Vec::new();
-    for k in obj.keys().filter(|k| *k != "i9Notes") {
-        errors.push(FieldError::new(
-            k,
-            "unknown_field",
-            "A park takes only i9Notes.",
-        ));
-    }
-    let notes = text(&obj, "i9Notes", 500, &mut errors);
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
+    let notes = body.check_optional(Park::check)?;
     i9s::check_visible(&state, &caller, id).await?;
     let mut tx = state.pool.begin().await?;
     lifecycle::park(
@@ -547,7 +718,7 @@ pub async fn park(
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{json, Map};
 
     use super::*;
 
@@ -564,6 +735,15 @@ mod tests {
         let mut m = employer().as_object().unwrap().clone();
         m.extend(extra.as_object().unwrap().clone());
         m
+    }
+
+    fn parse_section2(
+        body: &Map<String, Value>,
+        today: NaiveDate,
+    ) -> Result<Section2Input, Vec<FieldError>> {
+        serde_json::from_value::<Section2>(Value::Object(body.clone()))
+            .unwrap()
+            .check(today)
     }
 
     fn codes(r: Result<Section2Input, Vec<FieldError>>) -> Vec<(String, &'static str)> {
@@ -596,6 +776,17 @@ mod tests {
         assert!(matches!(
             parsed.documents,
             Documents::ListBAndC { ref b, ref c } if b.number == "1" && c.number == "2"
+        ));
+        let combination = with(
+            json!({"listA1DocTitle": "Foreign Passport with Form I-94", "listA1DocIssuer": "Mexico",
+                   "listA1DocNumber": "G1", "listA2DocTitle": "Foreign Passport with Form I-94",
+                   "listA2DocIssuer": "CBP", "listA2DocNumber": "I94-1", "listA2DocExpiration": "11/22/2026"}),
+        );
+        let parsed = parse_section2(&combination, today()).unwrap();
+        assert!(matches!(
+            parsed.documents,
+            Documents::ListA { second: Some(ref d), third: None, .. }
+                if d.number == "I94-1" && d.expiration == Some(today())
         ));
     }
 
@@ -630,6 +821,13 @@ mod tests {
             codes(parse_section2(&wrong_list, today())),
             [("listA1DocTitle".into(), "invalid_value")]
         );
+        let second_alone = with(
+            json!({"listA2DocTitle": "U.S. Passport", "listA2DocIssuer": "DoS", "listA2DocNumber": "1"}),
+        );
+        assert_eq!(
+            codes(parse_section2(&second_alone, today())),
+            [("listA1DocTitle".into(), "required")]
+        );
     }
 
     #[test]
@@ -645,5 +843,69 @@ mod tests {
                 ("employerSignature".into(), "signature_mismatch")
             ]
         );
+    }
+
+    /// Each bad field is named once, with its own problem; a document's
+    /// field not given is `required`; blank is not given.
+    #[test]
+    fn every_bad_field_is_named_once() {
+        let body = with(json!({
+            "listBDocTitle": " Driver's License", "listBDocIssuer": 7, "listBDocNumber": "  ",
+            "listBDocExpiration": "2030-02-30",
+            "listCDocTitle": "Social Security Card", "listCDocIssuer": "SSA", "listCDocNumber": "1",
+            "employerFirstName": "W".repeat(41), "employerZip": "12345678901", "employerSignature": ""
+        }));
+        assert_eq!(
+            codes(parse_section2(&body, today())),
+            [
+                ("listBDocTitle".into(), "invalid_value"),
+                ("listBDocIssuer".into(), "invalid_type"),
+                ("listBDocNumber".into(), "required"),
+                ("listBDocExpiration".into(), "invalid_date"),
+                ("employerFirstName".into(), "too_long"),
+                ("employerZip".into(), "too_long"),
+                ("employerSignature".into(), "required"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_title_not_on_its_list_names_the_list() {
+        let e = ListC::from_json(&json!("U.S. Passport")).unwrap_err();
+        assert_eq!(e.code, "invalid_value");
+        assert!(e
+            .message
+            .contains("Social Security Card; Certification of Report of Birth"));
+        assert_eq!(
+            ListB::from_json(&json!("Driver's License")),
+            Ok(ListB::DriversLicense)
+        );
+        assert_eq!(
+            (
+                ListA::TITLES.len(),
+                ListB::TITLES.len(),
+                ListC::TITLES.len()
+            ),
+            (7, 10, 7)
+        );
+    }
+
+    #[test]
+    fn a_park_takes_an_optional_reason() {
+        let park = |v: Value| serde_json::from_value::<Park>(v).unwrap().check();
+        assert_eq!(park(json!({})), Ok(None));
+        assert_eq!(park(json!({"i9Notes": "  "})), Ok(None));
+        assert_eq!(park(json!({"i9Notes": " why "})), Ok(Some("why".into())));
+        let e = park(json!({"i9Notes": "x".repeat(501)})).unwrap_err();
+        assert_eq!((e[0].field.as_str(), e[0].code), ("i9Notes", "too_long"));
+    }
+
+    /// The document states what these bodies enforce (as the employee
+    /// bodies', `crate::body::schema_is_enforced`).
+    #[test]
+    fn the_schema_states_the_fields_and_limits_each_body_enforces() {
+        use crate::body::schema_is_enforced as each;
+        assert_eq!(each(|b: Section2| b.check(today()).map(drop)), 29);
+        assert_eq!(each(|b: Park| b.check().map(drop)), 1);
     }
 }

@@ -184,11 +184,11 @@ fn string_schema() -> ObjectBuilder {
     ObjectBuilder::new().schema_type(Type::String)
 }
 
+/// The string as sent: [`Text::parse`] and [`Email::parse`] count its
+/// characters (surrounding white space included, as the document's
+/// `maxLength` does), then trim it.
 fn text(value: &Value) -> Result<&str, Invalid> {
-    value
-        .as_str()
-        .map(str::trim)
-        .ok_or_else(|| Invalid::not("a string"))
+    value.as_str().ok_or_else(|| Invalid::not("a string"))
 }
 
 fn at_most(s: &str, max: usize) -> Result<(), Invalid> {
@@ -625,6 +625,16 @@ mod tests {
             panic!("too long must be invalid");
         };
         assert_eq!(e.code, "too_long");
+        // Counted as sent, white space around included (the document's
+        // `maxLength`), then trimmed.
+        let Field::Invalid(e) = field::<PersonName>(json!(format!(" {}", "A".repeat(40)))) else {
+            panic!("41 characters as sent must be invalid");
+        };
+        assert_eq!(e.code, "too_long");
+        assert_eq!(
+            field::<PersonName>(json!(format!(" {} ", "A".repeat(38)))),
+            Field::Value(Text("A".repeat(38)))
+        );
         let Field::Invalid(e) = field::<bool>(json!("")) else {
             panic!("a blank boolean is not null");
         };

@@ -371,3 +371,29 @@ async fn concurrent_steps_on_one_i9_take_turns_and_an_illegal_one_writes_nothing
     };
     assert_eq!(final_status, expected);
 }
+
+#[tokio::test]
+async fn a_step_body_over_the_limit_is_a_413_problem() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let maria = app.employee_id("EMP-1001").await;
+    let i9 = app.insert_i9(maria, "Signed Sec 1").await;
+    let big = json!({"i9Notes": "x".repeat(300 * 1024)});
+    for s in ["section2", "park"] {
+        let r = step(&app, &token, i9, s, Some(big.clone())).await;
+        assert_eq!(r.status(), 413, "{s}");
+        assert_eq!(
+            r.headers()["content-type"],
+            "application/problem+json",
+            "{s}"
+        );
+        let p: Value = r.json().await.unwrap();
+        assert_eq!(p["status"], 413, "{s}: {p}");
+    }
+    let still: String = sqlx::query_scalar("SELECT status FROM i9s WHERE id = $1")
+        .bind(i9)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(still, "Signed Sec 1", "nothing written");
+}
