@@ -123,6 +123,10 @@ pub enum UrlProblem {
     Credentials,
     /// A literal address a callback may not reach.
     Blocked(Blocked),
+    /// An `employeeReturnUrl` whose host is not a DNS name written in ASCII
+    /// (an IP address, an underscore, a name not yet in punycode), or whose
+    /// scheme is not written `https://` (docs/partners.md, "Callback URLs").
+    NotHostName,
 }
 
 impl UrlProblem {
@@ -133,6 +137,7 @@ impl UrlProblem {
             UrlProblem::HttpsRequired => "https_required",
             UrlProblem::Credentials => "credentials_in_url",
             UrlProblem::Blocked(_) => "forbidden_address",
+            UrlProblem::NotHostName => "invalid_format",
         }
     }
 }
@@ -146,6 +151,10 @@ impl std::fmt::Display for UrlProblem {
                 f.write_str("must not hold a user name or password (user:password@)")
             }
             UrlProblem::Blocked(b) => write!(f, "must not be a {b} address"),
+            UrlProblem::NotHostName => f.write_str(
+                "must start with https:// and name its host by a DNS name in ASCII \
+                 (letters, digits and hyphens; not an IP address)",
+            ),
         }
     }
 }
@@ -183,10 +192,42 @@ pub fn check_callback_url(url: &str, allow_private: bool) -> Result<url::Url, Ur
     Ok(parsed)
 }
 
-/// Where an employee's browser is sent (`employeeReturnUrl`): https, unless
-/// private callbacks (local runs) are allowed.
+/// Where an employee's browser is sent (`employeeReturnUrl`): https, of a
+/// host name as the OpenAPI document's pattern states it, unless private
+/// callbacks (local runs) are allowed, when http and any host do.
 pub fn check_browser_url(url: &str, allow_http: bool) -> Result<(), UrlProblem> {
-    http_url(url, allow_http).map(|_| ())
+    http_url(url, allow_http)?;
+    if allow_http {
+        return Ok(());
+    }
+    match url.strip_prefix("https://") {
+        Some(rest) if is_host_name(authority_host(rest)) => Ok(()),
+        _ => Err(UrlProblem::NotHostName),
+    }
+}
+
+/// The host of an authority followed by the rest of a URL
+/// (`ats.example:8443/x?y` → `ats.example`).
+fn authority_host(rest: &str) -> &str {
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    authority.split(':').next().unwrap_or_default()
+}
+
+/// A DNS name in ASCII: labels of 1 to 63 letters, digits and hyphens, not
+/// starting or ending with a hyphen, the last one starting with a letter
+/// (so that no IP address passes).
+fn is_host_name(host: &str) -> bool {
+    let label_ok = |l: &str| {
+        (1..=63).contains(&l.len())
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    let mut labels = host.split('.').rev();
+    let Some(last) = labels.next() else {
+        return false;
+    };
+    label_ok(last) && last.as_bytes()[0].is_ascii_alphabetic() && labels.all(label_ok)
 }
 
 #[cfg(test)]
@@ -220,6 +261,35 @@ mod tests {
             check_browser_url("https://ats.example/x?user=a@b", false),
             Ok(())
         );
+    }
+
+    #[test]
+    fn a_return_url_names_a_host_name_over_https_as_the_document_says() {
+        for url in [
+            "https://ats.example/candidates/8812",
+            "https://ats.example:8443/x?y=1#z",
+            "https://xn--bcher-kva.example/",
+            "https://a-b.c0.example",
+        ] {
+            assert_eq!(check_browser_url(url, false), Ok(()), "{url}");
+        }
+        for url in [
+            "https://127.0.0.1/x",
+            "https://10.0.0.1/x",
+            "https://[::1]/x",
+            "https://ats_example.com/",
+            "HTTPS://ats.example/x",
+            "https://bücher.example/",
+            "https://-ats.example/",
+        ] {
+            assert_eq!(
+                check_browser_url(url, false),
+                Err(UrlProblem::NotHostName),
+                "{url}"
+            );
+            // A local run (ALLOW_PRIVATE_CALLBACKS) takes them.
+            assert_eq!(check_browser_url(url, true), Ok(()), "{url}");
+        }
     }
 
     #[test]
@@ -369,7 +439,11 @@ mod tests {
     #[test]
     fn browser_urls_are_https_unless_http_is_allowed() {
         assert!(check_browser_url("https://ats.example/done", false).is_ok());
-        assert!(check_browser_url("https://10.1.2.3/done", false).is_ok());
+        // An IP address is not a host name (the document's pattern).
+        assert_eq!(
+            check_browser_url("https://10.1.2.3/done", false),
+            Err(UrlProblem::NotHostName)
+        );
         assert_eq!(
             check_browser_url("http://ats.example/done", false),
             Err(UrlProblem::HttpsRequired)

@@ -101,7 +101,9 @@ pub async fn connect(
             UrlProblem::Blocked(b) => format!(
                 "refused: the callback URL names a {b} address (ALLOW_PRIVATE_CALLBACKS is off)"
             ),
-            UrlProblem::NotHttpUrl => "refused: the callback URL is not an http(s) URL".into(),
+            UrlProblem::NotHttpUrl | UrlProblem::NotHostName => {
+                "refused: the callback URL is not an http(s) URL".into()
+            }
             UrlProblem::Credentials => {
                 "refused: the callback URL holds a user name or password".into()
             }

@@ -1,11 +1,18 @@
-//! Dates in and out: inputs accept `YYYY-MM-DD` and `MM/DD/YYYY`; outputs are
-//! `YYYY-MM-DD`, timestamps ISO 8601 UTC with fractional seconds and no zone.
+//! Dates in and out: inputs accept `YYYY-MM-DD` and `MM/DD/YYYY` of the years
+//! [`FIRST_YEAR`] to [`LAST_YEAR`]; outputs are `YYYY-MM-DD`, timestamps ISO
+//! 8601 UTC with fractional seconds and no zone (docs/api.md, "Dates").
 
 use chrono::{DateTime, NaiveDate, Utc};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("must be a date written YYYY-MM-DD or MM/DD/YYYY")]
+#[error("must be a date written YYYY-MM-DD or MM/DD/YYYY, in the years 1900 to 2099")]
 pub struct DateParseError;
+
+/// The years a date may have. No date of an employee or an I-9 falls
+/// outside them, and a date computed from one (`dateDue`, three business
+/// days later) stays a four-digit year.
+pub const FIRST_YEAR: i32 = 1900;
+pub const LAST_YEAR: i32 = 2099;
 
 pub fn parse_date(input: &str) -> Result<NaiveDate, DateParseError> {
     let s = input.trim();
@@ -16,12 +23,16 @@ pub fn parse_date(input: &str) -> Result<NaiveDate, DateParseError> {
                 sep => c == *sep,
             })
     };
-    if ok_shape(b"9999-99-99") {
-        NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|_| DateParseError)
+    let date = if ok_shape(b"9999-99-99") {
+        NaiveDate::parse_from_str(s, "%Y-%m-%d").map_err(|_| DateParseError)?
     } else if ok_shape(b"99/99/9999") {
-        NaiveDate::parse_from_str(s, "%m/%d/%Y").map_err(|_| DateParseError)
+        NaiveDate::parse_from_str(s, "%m/%d/%Y").map_err(|_| DateParseError)?
     } else {
-        Err(DateParseError)
+        return Err(DateParseError);
+    };
+    match (FIRST_YEAR..=LAST_YEAR).contains(&chrono::Datelike::year(&date)) {
+        true => Ok(date),
+        false => Err(DateParseError),
     }
 }
 
@@ -43,6 +54,8 @@ mod tests {
         assert_eq!(parse_date("2026-03-14"), Ok(d));
         assert_eq!(parse_date("03/14/2026"), Ok(d));
         assert_eq!(format_date(d), "2026-03-14");
+        assert!(parse_date("1900-01-01").is_ok());
+        assert!(parse_date("12/31/2099").is_ok());
     }
 
     #[test]
@@ -56,6 +69,11 @@ mod tests {
             "",
             "+2026-03-14",
             "2026-03-14T00:00",
+            "1899-12-31",
+            "2100-01-01",
+            "9999-12-31",
+            "0000-01-01",
+            "12/31/9999",
         ] {
             assert!(parse_date(bad).is_err(), "{bad}");
         }

@@ -295,7 +295,7 @@ impl FromJson for CalendarDate {
         parse_date(s).map(CalendarDate).map_err(|_| {
             Invalid::new(
                 "invalid_date",
-                "Must be a date written YYYY-MM-DD or MM/DD/YYYY.",
+                "Must be a date written YYYY-MM-DD or MM/DD/YYYY, in the years 1900 to 2099.",
             )
         })
     }
@@ -311,13 +311,14 @@ impl PartialSchema for CalendarDate {
 }
 
 /// A date [`parse_date`] reads, as a regular expression: `YYYY-MM-DD` or
-/// `MM/DD/YYYY` of a day that exists (29 February in leap years only),
+/// `MM/DD/YYYY` of a day that exists (29 February in leap years only), in
+/// the years 1900 to 2099,
 /// white space around allowed (it is trimmed).
 pub fn date_pattern() -> String {
-    const YEAR: &str = "[0-9]{4}";
-    // Years divisible by 4, except centuries not divisible by 400.
-    const LEAP: &str =
-        "(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)";
+    // 1900 to 2099 (`date::FIRST_YEAR`, `LAST_YEAR`).
+    const YEAR: &str = "(?:19|20)[0-9]{2}";
+    // Of those, the years divisible by 4, except 1900.
+    const LEAP: &str = "(?:(?:19|20)(?:0[48]|[2468][048]|[13579][26])|2000)";
     // Month and day, `{sep}` between them.
     let month_day = |sep: char| {
         [

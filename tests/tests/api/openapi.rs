@@ -151,7 +151,7 @@ fn the_date_and_ssn_patterns_are_the_parsers_rules() {
         "09/0//5126".to_owned(),
         "".to_owned(),
     ];
-    for year in [2024, 2023, 1900, 2000] {
+    for year in [2024, 2023, 1900, 2000, 1899, 2096, 2099, 2100, 9999, 0] {
         for month in 0..=13 {
             for day in 0..=32 {
                 samples.push(format!("{year:04}-{month:02}-{day:02}"));

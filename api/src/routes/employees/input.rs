@@ -618,6 +618,11 @@ fn url_problem(problem: UrlProblem, allow_http: bool) -> Invalid {
             "credentials_in_url",
             "Must not hold a user name or password (user:password@).",
         ),
+        UrlProblem::NotHostName => Invalid::new(
+            "invalid_format",
+            "Must start with https:// and name its host by a DNS name in ASCII (letters, digits \
+             and hyphens; not an IP address).",
+        ),
         _ => Invalid::new(
             "invalid_format",
             if allow_http {
