@@ -26,7 +26,9 @@ use crate::{
 };
 
 /// `application/json` or a `+json` type, with no `charset` but UTF-8's
-/// (JSON is UTF-8; docs/api.md, "Errors").
+/// (JSON is UTF-8; docs/api.md, "Writing employees"). Not
+/// `application/json-patch+json`: a list of patch operations, which no
+/// operation takes.
 pub fn is_json(headers: &HeaderMap) -> bool {
     let Some(value) = headers
         .get(header::CONTENT_TYPE)
@@ -37,7 +39,9 @@ pub fn is_json(headers: &HeaderMap) -> bool {
     let mut parts = value.split(';');
     let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
     let json = media == "application/json"
-        || (media.starts_with("application/") && media.ends_with("+json"));
+        || (media.starts_with("application/")
+            && media.ends_with("+json")
+            && media != "application/json-patch+json");
     json && parts.all(|p| match p.split_once('=') {
         Some((name, charset)) if name.trim().eq_ignore_ascii_case("charset") => {
             let charset = charset.trim().trim_matches('"');
@@ -453,6 +457,8 @@ mod tests {
         for other in [
             "application/json; charset=latin1",
             "application/json;charset=utf-16",
+            "application/json-patch+json",
+            "text/json",
         ] {
             assert!(
                 matches!(
