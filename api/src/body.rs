@@ -25,24 +25,49 @@ use crate::{
     text,
 };
 
+/// `application/json` or a `+json` type, with no `charset` but UTF-8's
+/// (JSON is UTF-8; docs/api.md, "Writing employees"). Not
+/// `application/json-patch+json`: a list of patch operations, which no
+/// operation takes.
 pub fn is_json(headers: &HeaderMap) -> bool {
-    headers
+    let Some(value) = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|m| {
-            let m = m.trim().to_ascii_lowercase();
-            m == "application/json" || (m.starts_with("application/") && m.ends_with("+json"))
-        })
+    else {
+        return false;
+    };
+    let mut parts = value.split(';');
+    let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+    let json = media == "application/json"
+        || (media.starts_with("application/")
+            && media.ends_with("+json")
+            && media != "application/json-patch+json");
+    json && parts.all(|p| match p.split_once('=') {
+        Some((name, charset)) if name.trim().eq_ignore_ascii_case("charset") => {
+            let charset = charset.trim().trim_matches('"');
+            charset.eq_ignore_ascii_case("utf-8") || charset.eq_ignore_ascii_case("utf8")
+        }
+        _ => true,
+    })
 }
 
-/// The body as a JSON object.
+/// The body as a JSON object, each member named once.
 pub fn json_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Map<String, Value>> {
     if !is_json(headers) {
         return Err(ApiError::UnsupportedMediaType);
     }
-    let detail = match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(m)) => {
+    let detail = match serde_json::from_slice::<Object>(body) {
+        Ok(Object { repeated, .. }) if !repeated.is_empty() => {
+            // Which of two values would the caller mean? Neither is taken.
+            return Err(ApiError::BadRequest {
+                detail: "A member of the body is given more than once.".into(),
+                errors: repeated
+                    .into_iter()
+                    .map(|name| FieldError::new(&name, "repeated", "Give this member once."))
+                    .collect(),
+            });
+        }
+        Ok(Object { members: m, .. }) => {
             let mut errors = Vec::new();
             for (name, value) in &m {
                 unstorable(name, value, &mut errors);
@@ -53,13 +78,50 @@ pub fn json_object(headers: &HeaderMap, body: &[u8]) -> ApiResult<Map<String, Va
                 Err(ApiError::Validation(errors))
             };
         }
-        Ok(_) => "The body must be a JSON object.",
+        // Not an object: valid JSON of another kind, or not JSON at all.
+        Err(_) if serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok() => {
+            "The body must be a JSON object."
+        }
         Err(_) => "The body is not valid JSON.",
     };
     Err(ApiError::BadRequest {
         detail: detail.into(),
         errors: vec![],
     })
+}
+
+/// A JSON object read member by member, so that a name given twice is
+/// seen (a plain map keeps the last value silently).
+struct Object {
+    members: Map<String, Value>,
+    /// The names given more than once, each once, in order.
+    repeated: Vec<String>,
+}
+
+impl<'de> serde::Deserialize<'de> for Object {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> serde::de::Visitor<'de> for Members {
+            type Value = Object;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut a: A) -> Result<Object, A::Error> {
+                let mut members = Map::new();
+                let mut repeated = Vec::new();
+                while let Some(name) = a.next_key::<String>()? {
+                    let value: Value = a.next_value()?;
+                    if members.insert(name.clone(), value).is_some() && !repeated.contains(&name) {
+                        repeated.push(name);
+                    }
+                }
+                Ok(Object { members, repeated })
+            }
+        }
+        d.deserialize_map(Members)
+    }
 }
 
 /// A request type read by [`JsonBody`]: its schema (the OpenAPI document's)
@@ -391,6 +453,47 @@ mod tests {
             json_object(&json, b"{"),
             Err(ApiError::BadRequest { .. })
         ));
+        assert!(json_object(&headers("application/json; charset=\"UTF-8\""), b"{}").is_ok());
+        for other in [
+            "application/json; charset=latin1",
+            "application/json;charset=utf-16",
+            "application/json-patch+json",
+            "text/json",
+        ] {
+            assert!(
+                matches!(
+                    json_object(&headers(other), b"{}"),
+                    Err(ApiError::UnsupportedMediaType)
+                ),
+                "{other}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_member_given_twice_is_refused_by_name() {
+        let json = headers("application/json");
+        let Err(ApiError::BadRequest { detail, errors }) = json_object(
+            &json,
+            br#"{"firstName": "First", "lastName": "L", "firstName": "Second", "firstName": "Third"}"#,
+        ) else {
+            panic!("a repeated member must be a 400");
+        };
+        assert!(detail.contains("more than once"), "{detail}");
+        let named: Vec<(&str, &str)> = errors.iter().map(|e| (e.field.as_str(), e.code)).collect();
+        assert_eq!(named, [("firstName", "repeated")]);
+        // Not an object, or not JSON: as before.
+        for (body, expected) in [
+            (&b"[1, 2]"[..], "The body must be a JSON object."),
+            (b"\"text\"", "The body must be a JSON object."),
+            (b"[1, 2", "The body is not valid JSON."),
+            (b"{\"a\": 1} x", "The body is not valid JSON."),
+        ] {
+            let Err(ApiError::BadRequest { detail, .. }) = json_object(&json, body) else {
+                panic!("{body:?} must be a 400");
+            };
+            assert_eq!(detail, expected);
+        }
     }
 
     #[test]

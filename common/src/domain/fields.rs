@@ -359,12 +359,24 @@ fn integer(value: &Value) -> Option<i64> {
 }
 
 impl FromJson for Id {
+    /// Not an integer: `invalid_type`; an integer out of range (0, -1,
+    /// 2^63): `invalid_value` (docs/api.md, "Errors").
     fn from_json(value: &Value) -> Result<Self, Invalid> {
-        integer(value)
-            .filter(|n| *n > 0)
-            .map(Id)
-            .ok_or_else(|| Invalid::not("a positive integer"))
+        match integer(value) {
+            Some(n) if n > 0 => Ok(Id(n)),
+            Some(_) => Err(Invalid::new("invalid_value", ID_RULE)),
+            None if is_integral(value) => Err(Invalid::new("invalid_value", ID_RULE)),
+            None => Err(Invalid::not("a positive integer")),
+        }
     }
+}
+
+/// What an id must be, as an error says it.
+const ID_RULE: &str = "Must be a positive integer of at most 9223372036854775807.";
+
+/// A JSON number without a fraction, whatever its size.
+fn is_integral(value: &Value) -> bool {
+    value.is_u64() || value.is_i64() || value.as_f64().is_some_and(|f| f.fract() == 0.0)
 }
 
 impl PartialSchema for Id {
@@ -409,7 +421,8 @@ impl PartialSchema for Ssn {
     }
 }
 
-/// Parse one of `choices` (exact spelling) into `T`.
+/// Parse one of `choices` (exact spelling) into `T`: not a string is
+/// `invalid_type`, another string `invalid_value`.
 pub fn one_of<T: Copy>(value: &Value, choices: &[(&str, T)]) -> Result<T, Invalid> {
     let found = value
         .as_str()
@@ -421,7 +434,11 @@ pub fn one_of<T: Copy>(value: &Value, choices: &[(&str, T)]) -> Result<T, Invali
             [init @ .., last] => format!("{} or {last}", init.join(", ")),
             [] => String::new(),
         };
-        Invalid::new("invalid_value", format!("Must be {list}."))
+        let code = match value.is_string() {
+            true => "invalid_value",
+            false => "invalid_type",
+        };
+        Invalid::new(code, format!("Must be {list}."))
     })
 }
 
@@ -459,10 +476,16 @@ impl Language {
 }
 
 impl FromJson for Language {
+    /// Not an integer (`"2"`): `invalid_type`; another integer:
+    /// `invalid_value`.
     fn from_json(value: &Value) -> Result<Self, Invalid> {
-        integer(value)
-            .and_then(Language::from_id)
-            .ok_or_else(|| Invalid::new("invalid_value", Language::RULE))
+        match integer(value) {
+            Some(n) => {
+                Language::from_id(n).ok_or_else(|| Invalid::new("invalid_value", Language::RULE))
+            }
+            None if is_integral(value) => Err(Invalid::new("invalid_value", Language::RULE)),
+            None => Err(Invalid::new("invalid_type", Language::RULE)),
+        }
     }
 }
 
@@ -659,6 +682,34 @@ mod tests {
             Field::Invalid(_)
         ));
         assert!(matches!(field::<Id>(json!(0)), Field::Invalid(_)));
+    }
+
+    /// The wrong JSON type is `invalid_type`; the right type with a value
+    /// out of its range or list is `invalid_value` (docs/api.md, "Errors").
+    #[test]
+    fn a_wrong_type_and_a_wrong_value_have_their_own_codes() {
+        fn code<T: FromJson + std::fmt::Debug>(v: Value) -> &'static str {
+            match field::<T>(v) {
+                Field::Invalid(e) => e.code,
+                other => panic!("{other:?} is not invalid"),
+            }
+        }
+        assert_eq!(code::<OnboardingType>(json!(1)), "invalid_type");
+        assert_eq!(code::<OnboardingType>(json!("onsite")), "invalid_value");
+        assert_eq!(code::<Language>(json!("2")), "invalid_type");
+        assert_eq!(code::<Language>(json!(2.5)), "invalid_type");
+        assert_eq!(code::<Language>(json!(3)), "invalid_value");
+        assert_eq!(
+            code::<Language>(json!(9223372036854775808_u64)),
+            "invalid_value"
+        );
+        assert_eq!(code::<Id>(json!("3")), "invalid_type");
+        assert_eq!(code::<Id>(json!(3.5)), "invalid_type");
+        assert_eq!(code::<Id>(json!(0)), "invalid_value");
+        assert_eq!(code::<Id>(json!(-4)), "invalid_value");
+        assert_eq!(code::<Id>(json!(9223372036854775808_u64)), "invalid_value");
+        assert_eq!(code::<Id>(json!(1e300)), "invalid_value");
+        assert_eq!(field::<Id>(json!(3.0)), Field::Value(Id(3)));
     }
 
     #[test]
