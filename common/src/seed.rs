@@ -409,7 +409,11 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
             }
         }
         let mut period_errors = Vec::new();
-        period.check(&mut period_errors, "before startDate");
+        period.check(
+            &mut period_errors,
+            "before startDate",
+            "needed when terminatedDate is given",
+        );
         errors.extend(
             period_errors
                 .into_iter()

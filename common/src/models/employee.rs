@@ -233,12 +233,19 @@ pub struct Period {
 }
 
 impl Period {
-    /// `terminatedDate` must not be before `startDate`.
-    pub fn check(&self, errors: &mut Vec<FieldError>, message: &str) {
+    /// `terminatedDate` must not be before `startDate`, and a terminated
+    /// period has a `startDate` (`start_message` says so).
+    pub fn check(&self, errors: &mut Vec<FieldError>, message: &str, start_message: &str) {
         if let (Some(s), Some(t)) = (self.start, self.terminated) {
             if t < s && !errors.iter().any(|e| e.field == "terminatedDate") {
                 errors.push(FieldError::new("terminatedDate", "before_start", message));
             }
+        }
+        if self.terminated.is_some()
+            && self.start.is_none()
+            && !errors.iter().any(|e| e.field == "startDate")
+        {
+            errors.push(FieldError::new("startDate", "required", start_message));
         }
     }
 }

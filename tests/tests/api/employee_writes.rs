@@ -525,6 +525,44 @@ async fn termination_changes_the_current_period_and_rehire_adds_one() {
         (Some("2026-10-05"), Some("2026-11-30"))
     );
     assert_eq!(periods(maria).await, 1);
+    // A terminated period keeps its start: clearing it is a 422, nothing written.
+    let p = problem(
+        app.patch_json(
+            &format!("/v1/employees/{maria}"),
+            &token,
+            &m(json!({"startDate": null, "jobTitle": "Driver"})),
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert_eq!(fields(&p), [("startDate".into(), "required".into())]);
+    let rec: Value = app
+        .get_json(&format!("/v1/employees/{maria}"), &token)
+        .await;
+    assert_eq!(rec["startDate"], "2026-10-05");
+    assert_ne!(rec["jobTitle"], "Driver", "nothing half-written");
+    // Nor does a create begin with a terminated period without a start.
+    let before = app
+        .count("SELECT count(*) FROM employees WHERE id > $1", 0)
+        .await;
+    let p = problem(
+        app.post_json(
+            "/v1/employees",
+            &token,
+            &json!({"firstName": "Ana", "lastName": "Diaz", "locationId": portland,
+                    "terminatedDate": "2026-11-01"}),
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert_eq!(fields(&p), [("startDate".into(), "required".into())]);
+    assert_eq!(
+        app.count("SELECT count(*) FROM employees WHERE id > $1", 0)
+            .await,
+        before
+    );
 
     // Re-hire James: a new period.
     let r = app

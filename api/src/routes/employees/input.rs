@@ -357,11 +357,18 @@ pub struct PartnerHire {
     pub language_preference: Field<Language>,
 }
 
+/// Why a terminated period needs its start.
+pub const START_OF_TERMINATED: &str = "Needed when the period has a terminatedDate.";
+
 impl EmployeeCreate {
     /// Every field, checked. `Err` names every bad one.
     pub fn check(self) -> Result<EmployeeChange, Vec<FieldError>> {
         let mut p = Problems::default();
         let change = self.read(&mut p);
+        // A period that ends has begun (docs/api.md, "Periods of employment").
+        if change.terminated_date.flatten().is_some() && change.start_date.flatten().is_none() {
+            p.push("startDate", Invalid::new("required", START_OF_TERMINATED));
+        }
         p.finish(change)
     }
 

@@ -261,6 +261,7 @@ pub async fn update(
     period.check(
         &mut errors,
         "Must not be before the startDate of the period.",
+        super::input::START_OF_TERMINATED,
     );
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
