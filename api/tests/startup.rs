@@ -450,6 +450,31 @@ async fn settings_that_cannot_be_right_end_the_start_naming_them() {
             "http://i9:hunter2@db/i9",
             "DATABASE_URL must be a postgres:// or postgresql:// URL, not http://",
         ),
+        (
+            "PUBLIC_BASE_URL",
+            "i9.example.com",
+            "PUBLIC_BASE_URL must be an absolute URL starting with https:// (or http://)",
+        ),
+        (
+            "PUBLIC_BASE_URL",
+            "ftp://i9.example.com",
+            "PUBLIC_BASE_URL must be an https:// (or http://) URL, not ftp://",
+        ),
+        (
+            "PUBLIC_BASE_URL",
+            "https://",
+            "PUBLIC_BASE_URL has no host after https://",
+        ),
+        (
+            "PUBLIC_BASE_URL",
+            "https://i9:hunter2@i9.example.com",
+            "PUBLIC_BASE_URL must not carry a user name or password",
+        ),
+        (
+            "PUBLIC_BASE_URL",
+            "https://i9.example.com?x=1",
+            "PUBLIC_BASE_URL must not have a query (?…) or fragment (#…)",
+        ),
     ] {
         let run = i9_api(&[], &pairs(&production(&[(name, value)]))).await;
         let last = refusal(&run);

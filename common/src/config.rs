@@ -689,6 +689,52 @@ fn check_amqp_url(url: &str) -> anyhow::Result<()> {
     }
 }
 
+/// `PUBLIC_BASE_URL`: every link the service hands out is this followed by a
+/// path (`common/src/links.rs`), so it must be an absolute `http://` or
+/// `https://` URL with a host, and hold nothing a path appended to it would
+/// break or hand out: no user name or password, no query, no fragment. A
+/// path prefix is kept (`https://example.com/i9`); trailing slashes are
+/// dropped, so that no link holds `//` (README, "Configuration").
+fn parse_public_base_url(name: &str, v: &str) -> anyhow::Result<String> {
+    const FORM: &str = "e.g. https://i9.example.com, or https://example.com/i9 under a path prefix";
+    let v = v.trim();
+    // The value is shown only when it cannot hold a password.
+    let shown = if v.contains('@') {
+        String::new()
+    } else {
+        format!(", not {v:?}")
+    };
+    let Some(scheme) = scheme_of(v) else {
+        bail!("{name} must be an absolute URL starting with https:// (or http://), {FORM}{shown}");
+    };
+    if scheme != "https" && scheme != "http" {
+        bail!("{name} must be an https:// (or http://) URL, not {scheme}://; {FORM}");
+    }
+    // The WHATWG parser reads `https:///host` as `https://host/`: refused
+    // here rather than guessed at.
+    let after = &v[scheme.len() + 3..];
+    if after.is_empty() || after.starts_with(['/', '\\', '?', '#']) {
+        bail!("{name} has no host after {scheme}://; {FORM}");
+    }
+    let url = url::Url::parse(v).map_err(|e| anyhow!("{name} is not a URL ({e}); {FORM}"))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        bail!(
+            "{name} must not carry a user name or password: every link handed out would \
+             hold them"
+        );
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        bail!(
+            "{name} must not have a query (?…) or fragment (#…): links are made by appending \
+             a path to it{shown}"
+        );
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        bail!("{name} has no host; {FORM}");
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
+}
+
 fn check_amqp_prefix(name: &str, prefix: &str) -> anyhow::Result<String> {
     if prefix.len() > MAX_PREFIX_BYTES {
         bail!(
@@ -791,10 +837,8 @@ pub fn read(binary: Binary, source: &dyn Source) -> anyhow::Result<Settings> {
         })
         .unwrap_or_else(|| ([127, 0, 0, 1], 8080).into());
     let public_base_url = r
-        .get("PUBLIC_BASE_URL", |_, v| Ok(v.trim().to_owned()))
-        .unwrap_or_else(|| format!("http://{bind_addr}"))
-        .trim_end_matches('/')
-        .to_owned();
+        .get("PUBLIC_BASE_URL", parse_public_base_url)
+        .unwrap_or_else(|| format!("http://{bind_addr}"));
 
     let config = Config {
         production,

@@ -485,3 +485,54 @@ fn smtp_urls_take_lettres_forms_and_keep_passwords_off_plain_connections() {
         "{e}"
     );
 }
+
+#[test]
+fn the_public_base_url_is_an_absolute_http_url_that_links_are_appended_to() {
+    let dev = ("APP_ENV", "development");
+    for (value, base) in [
+        ("https://i9.example.com", "https://i9.example.com"),
+        (" https://i9.example.com/ ", "https://i9.example.com"),
+        ("https://example.com/i9/", "https://example.com/i9"),
+        ("https://example.com/i9//", "https://example.com/i9"),
+        (
+            "HTTP://I9.Example.com:8443/i9",
+            "http://i9.example.com:8443/i9",
+        ),
+        ("http://[::1]:8080", "http://[::1]:8080"),
+    ] {
+        for binary in [Binary::Api, Binary::Worker, Binary::Admin] {
+            let c = read(binary, &vars(&[dev, ("PUBLIC_BASE_URL", value)]))
+                .unwrap()
+                .config;
+            assert_eq!(c.public_base_url, base, "{value}");
+            assert_eq!(
+                crate::links::section1(&c.public_base_url, "tok"),
+                format!("{base}/i9/section1/tok"),
+                "{value}"
+            );
+        }
+    }
+    for (bad, expect) in [
+        (
+            "i9.example.com",
+            "must be an absolute URL starting with https:// (or http://), e.g. https://i9.example.com, or https://example.com/i9 under a path prefix, not \"i9.example.com\"",
+        ),
+        ("ftp://i9.example.com", "must be an https:// (or http://) URL, not ftp://"),
+        ("https://", "has no host after https://"),
+        ("https:///i9.example.com", "has no host after https://"),
+        ("https://:443", "is not a URL (empty host)"),
+        ("https://u:pw@i9.example.com", "must not carry a user name or password"),
+        ("https://u@i9.example.com", "must not carry a user name or password"),
+        ("https://i9.example.com?x=1", "must not have a query (?…) or fragment (#…)"),
+        ("https://i9.example.com/?", "must not have a query"),
+        ("https://i9.example.com/i9#top", "or fragment (#…)"),
+    ] {
+        let e = read_err(Binary::Api, &[dev, ("PUBLIC_BASE_URL", bad)]);
+        assert!(
+            e.starts_with("PUBLIC_BASE_URL ") && e.contains(expect),
+            "{bad}: {e}"
+        );
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(!e.contains("pw"), "{e}");
+    }
+}
