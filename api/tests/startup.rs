@@ -475,6 +475,11 @@ async fn settings_that_cannot_be_right_end_the_start_naming_them() {
             "https://i9.example.com?x=1",
             "PUBLIC_BASE_URL must not have a query (?…) or fragment (#…)",
         ),
+        (
+            "RUST_LOG",
+            "warning",
+            "RUST_LOG: \"warning\" is not a level: a level is off, error, warn, info, debug or trace",
+        ),
     ] {
         let run = i9_api(&[], &pairs(&production(&[(name, value)]))).await;
         let last = refusal(&run);

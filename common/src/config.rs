@@ -782,10 +782,28 @@ fn parse_log_format(name: &str, v: &str) -> anyhow::Result<bool> {
     }
 }
 
+/// `RUST_LOG`: what tracing's `EnvFilter` reads, except that a directive
+/// that is a bare word other than a level is refused. `EnvFilter` reads
+/// `warning` or `inf` as a target name (every level of a module called
+/// `warning`, nothing else), which silently turns off every other line; a
+/// target is named with its level, `sqlx=warn` (README, "Configuration").
 fn parse_log_filter(name: &str, v: &str) -> anyhow::Result<String> {
+    for directive in v.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let bare = !directive.contains(['=', '[']);
+        if bare
+            && directive
+                .parse::<tracing::level_filters::LevelFilter>()
+                .is_err()
+        {
+            bail!(
+                "{name}: {directive:?} is not a level: a level is off, error, warn, info, debug \
+                 or trace (a module's level is module=level), e.g. info,sqlx=warn"
+            );
+        }
+    }
     tracing_subscriber::EnvFilter::try_new(v)
         .map_err(|e| anyhow!("{name} is not a log filter ({e}), e.g. info,sqlx=warn"))?;
-    Ok(v.to_owned())
+    Ok(v.trim().to_owned())
 }
 
 /// The cores this process may use (the default hashing concurrency).

@@ -536,3 +536,44 @@ fn the_public_base_url_is_an_absolute_http_url_that_links_are_appended_to() {
         assert!(!e.contains("pw"), "{e}");
     }
 }
+
+#[test]
+fn a_log_filter_word_that_is_not_a_level_is_refused_not_read_as_a_target() {
+    let dev = ("APP_ENV", "development");
+    for ok in [
+        "info",
+        "WARN",
+        " Debug ",
+        "off",
+        "error,sqlx=warn",
+        "info,lapin=off,i9_api=debug",
+        "warn,[request]=info",
+        "i9_common::relay=trace,",
+    ] {
+        let c = read(Binary::Worker, &vars(&[dev, ("RUST_LOG", ok)]))
+            .unwrap()
+            .config;
+        assert_eq!(c.log.filter.as_deref(), Some(ok.trim()), "{ok}");
+    }
+    for (bad, word) in [
+        ("warning", "warning"),
+        ("inf", "inf"),
+        ("loud", "loud"),
+        ("sqlx=warn, Verbose", "Verbose"),
+    ] {
+        for binary in [Binary::Api, Binary::Worker, Binary::Admin] {
+            let e = read_err(binary, &[dev, ("RUST_LOG", bad)]);
+            assert_eq!(
+                e,
+                format!(
+                    "RUST_LOG: {word:?} is not a level: a level is off, error, warn, info, \
+                     debug or trace (a module's level is module=level), e.g. info,sqlx=warn"
+                ),
+                "{bad}"
+            );
+        }
+    }
+    // What EnvFilter itself cannot read is refused as before.
+    let e = read_err(Binary::Api, &[dev, ("RUST_LOG", "sqlx=loud")]);
+    assert!(e.starts_with("RUST_LOG is not a log filter"), "{e}");
+}
