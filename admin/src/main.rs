@@ -139,9 +139,7 @@ async fn main() -> std::process::ExitCode {
     // runs with settings that do not read.
     let config = Config::from_env();
     let log = config.as_ref().map(|c| c.log.clone()).unwrap_or_default();
-    // lapin logs its own connection teardown at exit as errors; the commands
-    // report what failed themselves.
-    telemetry::init(&log, "warn,lapin=off");
+    telemetry::init(&log, telemetry::ADMIN_DEFAULT_FILTER);
     match run(cli, config).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

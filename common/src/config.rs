@@ -174,7 +174,7 @@ pub const VARS: &[Var] = &[
     var("RETENTION_PROCESSED_JOBS_SECS", Text("2592000"), Worker, "job done-records kept"),
     var("RETENTION_OUTBOX_SECS", Text("604800"), Worker, "published outbox rows kept"),
     var("HOSTNAME", Computed("the kernel's host name"), Services, "this host's name in the process registry"),
-    var("RUST_LOG", Computed("the binary's own (info, ...)"), All, "log filter"),
+    var("RUST_LOG", Computed("info,sqlx=warn,lapin=off; i9-admin: warn,lapin=off"), All, "log filter, e.g. info,sqlx=warn (replaces the whole default)"),
     var("LOG_FORMAT", Text("text"), All, "text, or json for JSON lines"),
 ];
 

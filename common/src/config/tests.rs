@@ -577,3 +577,51 @@ fn a_log_filter_word_that_is_not_a_level_is_refused_not_read_as_a_target() {
     let e = read_err(Binary::Api, &[dev, ("RUST_LOG", "sqlx=loud")]);
     assert!(e.starts_with("RUST_LOG is not a log filter"), "{e}");
 }
+
+#[test]
+fn the_default_log_filters_are_those_the_docs_and_compose_say() {
+    use crate::telemetry::{ADMIN_DEFAULT_FILTER, SERVICES_DEFAULT_FILTER};
+    let services = format!("`{SERVICES_DEFAULT_FILTER}`");
+    let admin = format!("`{ADMIN_DEFAULT_FILTER}`");
+    for filter in [SERVICES_DEFAULT_FILTER, ADMIN_DEFAULT_FILTER] {
+        assert_eq!(parse_log_filter("RUST_LOG", filter).unwrap(), filter);
+    }
+    let spec = VARS.iter().find(|v| v.name == "RUST_LOG").unwrap();
+    assert_eq!(
+        spec.default,
+        Computed("info,sqlx=warn,lapin=off; i9-admin: warn,lapin=off")
+    );
+    let Computed(text) = spec.default else {
+        unreachable!()
+    };
+    assert!(
+        text.starts_with(SERVICES_DEFAULT_FILTER) && text.ends_with(ADMIN_DEFAULT_FILTER),
+        "{text}"
+    );
+    let readme = include_str!("../../../README.md");
+    let row = readme
+        .lines()
+        .find(|l| l.starts_with("| `RUST_LOG`"))
+        .unwrap();
+    let default = row.split('|').nth(2).unwrap();
+    assert!(
+        default.contains(&services) && default.contains(&admin),
+        "{default}"
+    );
+    let operations = include_str!("../../../docs/operations.md");
+    let logs = operations.split("\n## Logs").nth(1).unwrap();
+    assert!(logs.contains(&services) && logs.contains(&admin));
+    // The local stack runs on the default: a RUST_LOG there that turned
+    // lapin back on would log its shutdown as ERROR lines.
+    let compose = include_str!("../../../docker-compose.yml");
+    for line in compose.lines().map(str::trim) {
+        if line.starts_with('#') || !line.contains("RUST_LOG") {
+            continue;
+        }
+        let value = line
+            .split_once(':')
+            .map(|(_, v)| v.trim().trim_matches('"'))
+            .unwrap_or_default();
+        assert_eq!(value, SERVICES_DEFAULT_FILTER, "docker-compose.yml: {line}");
+    }
+}
