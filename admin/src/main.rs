@@ -41,7 +41,8 @@ enum Command {
     Seed {
         file: PathBuf,
         /// Make a partner's differing signingSecret the current one (the
-        /// replaced one keeps signing for the overlap).
+        /// replaced one keeps signing for the overlap); a secret the partner
+        /// replaced before is refused, never made current again.
         #[arg(long)]
         rotate_secrets: bool,
         /// With --rotate-secrets: how long a replaced signing secret keeps
@@ -203,6 +204,11 @@ async fn run(cli: Cli, config: anyhow::Result<Config>) -> anyhow::Result<()> {
                     seed::SecretNote::Kept { client_id } => say!(
                         "{client_id}: kept its current signing secret (the file's differs; rotate \
                          with --rotate-secrets or i9-admin partners rotate-secret)"
+                    ),
+                    seed::SecretNote::KeptReplaced { client_id } => say!(
+                        "{client_id}: kept its current signing secret (the file's is one it \
+                         replaced, which never becomes current again: write the current one into \
+                         the file)"
                     ),
                     seed::SecretNote::Rotated { client_id, stops } => {
                         say!("{client_id}: new signing secret (the file's)");
