@@ -10,7 +10,7 @@
 //! [`VARS`] as text and parsed like a value that was set. Every invalid value
 //! is reported at once, in one line naming each variable; a secret's value is
 //! never printed. Secrets may also be given as `<NAME>_FILE` (a path whose
-//! contents are the secret).
+//! contents are the secret), not both.
 //!
 //! Secrets (the database and RabbitMQ URLs, which carry passwords, the SMTP
 //! URL and the keys) are held as [`secrecy`] types: their `Debug` is
@@ -456,20 +456,37 @@ impl Reader<'_> {
     /// The value set for `name` (or, for a secret, in the file `NAME_FILE`);
     /// None when unset or blank.
     fn set(&mut self, name: &str) -> Option<String> {
+        self.set_from(name).map(|(value, _)| value)
+    }
+
+    /// [`Self::set`], with the variable the value came from: `name`, or
+    /// `NAME_FILE`. A secret given both ways is refused naming both (neither
+    /// silently wins).
+    fn set_from(&mut self, name: &str) -> Option<(String, String)> {
         let spec = self.spec(name)?;
         let value = self.source.get(name).filter(|v| !v.trim().is_empty());
-        if value.is_some() || !spec.secret {
-            return value;
+        if !spec.secret {
+            return value.map(|v| (v, name.to_owned()));
         }
-        let path = self
-            .source
-            .get(&format!("{name}_FILE"))
-            .filter(|v| !v.trim().is_empty())?;
+        let file_name = format!("{name}_FILE");
+        let path = self.source.get(&file_name).filter(|v| !v.trim().is_empty());
+        let path = match (value, path) {
+            (Some(_), Some(_)) => {
+                self.errors
+                    .push(format!("set {name} or {file_name}, not both"));
+                return None;
+            }
+            (Some(value), None) => return Some((value, name.to_owned())),
+            (None, None) => return None,
+            (None, Some(path)) => path,
+        };
         match std::fs::read_to_string(&path) {
-            Ok(v) => Some(v.trim().to_owned()).filter(|v| !v.is_empty()),
+            Ok(v) => Some(v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+                .map(|v| (v, file_name)),
             Err(e) => {
                 self.errors
-                    .push(format!("reading {name}_FILE ({path}): {e}"));
+                    .push(format!("reading {file_name} ({path}): {e}"));
                 None
             }
         }
@@ -833,10 +850,25 @@ pub fn read(binary: Binary, source: &dyn Source) -> anyhow::Result<Settings> {
         "SSN_HASH_KEYS",
         "SSN_HASH_KEY",
     ];
-    let key_settings: HashMap<&str, String> = key_names
-        .into_iter()
-        .filter_map(|n| Some((n, r.set(n)?)))
-        .collect();
+    let mut key_settings: HashMap<&str, String> = HashMap::new();
+    let mut key_sources: HashMap<&str, String> = HashMap::new();
+    for n in key_names {
+        if let Some((value, from)) = r.set_from(n) {
+            key_settings.insert(n, value);
+            key_sources.insert(n, from);
+        }
+    }
+    // A ring and its single key: refused here, naming the variables that
+    // were set (a `_FILE` form included); the ring alone is read on.
+    for (ring, single) in [
+        ("DATA_ENCRYPTION_KEYS", "DATA_ENCRYPTION_KEY"),
+        ("SSN_HASH_KEYS", "SSN_HASH_KEY"),
+    ] {
+        if let (Some(a), Some(b)) = (key_sources.get(ring), key_sources.get(single)) {
+            r.errors.push(format!("set {a} or {b}, not both"));
+            key_settings.remove(single);
+        }
+    }
     let keys = match Keys::from_settings(app_env.as_deref(), |name| {
         Ok(key_settings.get(name).cloned())
     }) {

@@ -625,3 +625,75 @@ fn the_default_log_filters_are_those_the_docs_and_compose_say() {
         assert_eq!(value, SERVICES_DEFAULT_FILTER, "docker-compose.yml: {line}");
     }
 }
+
+#[test]
+fn a_secret_set_both_as_a_value_and_as_a_file_is_refused_naming_both() {
+    let dir = std::env::temp_dir().join(format!("i9-config-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let hash_file = file("hash", &format!("3:{K2}\n"));
+    let data_file = file("data", &format!("2:{K1}\n"));
+    let url_file = file("url", "postgres://i9:hunter2@db/i9\n");
+    let dev = ("APP_ENV", "development");
+    for (pairs, expect) in [
+        (
+            vec![
+                dev,
+                ("DATABASE_URL", "postgres://db/i9"),
+                ("DATABASE_URL_FILE", "/nonexistent/i9-db-url"),
+            ],
+            "set DATABASE_URL or DATABASE_URL_FILE, not both",
+        ),
+        (
+            vec![
+                dev,
+                ("DATABASE_URL", "postgres://db/i9"),
+                ("DATABASE_URL_FILE", url_file.as_str()),
+            ],
+            "set DATABASE_URL or DATABASE_URL_FILE, not both",
+        ),
+        (
+            vec![
+                dev,
+                ("SSN_HASH_KEYS", &format!("1:{K1}")),
+                ("SSN_HASH_KEYS_FILE", hash_file.as_str()),
+            ],
+            "set SSN_HASH_KEYS or SSN_HASH_KEYS_FILE, not both",
+        ),
+        // A ring and its single key, as files or not: the variables set are named.
+        (
+            vec![
+                dev,
+                ("DATA_ENCRYPTION_KEYS_FILE", data_file.as_str()),
+                ("DATA_ENCRYPTION_KEY", K2),
+            ],
+            "set DATA_ENCRYPTION_KEYS_FILE or DATA_ENCRYPTION_KEY, not both",
+        ),
+        (
+            vec![
+                dev,
+                ("SSN_HASH_KEYS", &format!("1:{K1}")),
+                ("SSN_HASH_KEY_FILE", hash_file.as_str()),
+            ],
+            "set SSN_HASH_KEYS or SSN_HASH_KEY_FILE, not both",
+        ),
+        (
+            vec![
+                dev,
+                ("SSN_HASH_KEYS", &format!("1:{K1}")),
+                ("SSN_HASH_KEY", K2),
+            ],
+            "set SSN_HASH_KEYS or SSN_HASH_KEY, not both",
+        ),
+    ] {
+        for binary in [Binary::Api, Binary::Worker, Binary::Admin] {
+            let e = read_err(binary, &pairs);
+            assert_eq!(e, expect, "{pairs:?}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
