@@ -476,6 +476,11 @@ async fn settings_that_cannot_be_right_end_the_start_naming_them() {
             "PUBLIC_BASE_URL must not have a query (?…) or fragment (#…)",
         ),
         (
+            "AMQP_PREFIX",
+            "",
+            "AMQP_PREFIX is set but empty (\"\"): it must be non-empty when set",
+        ),
+        (
             "DATABASE_URL_FILE",
             "/nonexistent/i9-db-url",
             "set DATABASE_URL or DATABASE_URL_FILE, not both",

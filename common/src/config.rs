@@ -890,6 +890,20 @@ pub fn read(binary: Binary, source: &dyn Source) -> anyhow::Result<Settings> {
         .get("PUBLIC_BASE_URL", parse_public_base_url)
         .unwrap_or_else(|| format!("http://{bind_addr}"));
 
+    // An empty value is unset for every other variable; an empty prefix
+    // would run this process on the default (shared) `i9` names, so it is
+    // refused (README, "Configuration").
+    let amqp_prefix = match source.get("AMQP_PREFIX") {
+        Some(v) if v.trim().is_empty() => {
+            r.errors.push(format!(
+                "AMQP_PREFIX is set but empty ({v:?}): it must be non-empty when set; unset, it \
+                 is i9, the default names other processes may share"
+            ));
+            None
+        }
+        _ => r.get("AMQP_PREFIX", check_amqp_prefix),
+    }
+    .unwrap_or_default();
     let config = Config {
         production,
         startup_timeout: r.secs("STARTUP_TIMEOUT_SECS"),
@@ -900,7 +914,7 @@ pub fn read(binary: Binary, source: &dyn Source) -> anyhow::Result<Settings> {
             })
             .unwrap_or(1),
         amqp_url: r.secret("AMQP_URL", check_amqp_url),
-        amqp_prefix: r.get("AMQP_PREFIX", check_amqp_prefix).unwrap_or_default(),
+        amqp_prefix,
         smtp_url: r.get("SMTP_URL", |_, v| Ok(SecretString::from(v.to_owned()))),
         smtp_ca_file: r.get("SMTP_CA_FILE", |_, v| Ok(PathBuf::from(v.trim()))),
         smtp_allow_plaintext_auth: r.boolean("SMTP_ALLOW_PLAINTEXT_AUTH"),

@@ -697,3 +697,31 @@ fn a_secret_set_both_as_a_value_and_as_a_file_is_refused_naming_both() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn an_empty_amqp_prefix_is_refused_not_read_as_the_default() {
+    let dev = ("APP_ENV", "development");
+    for empty in ["", "  "] {
+        for binary in [Binary::Api, Binary::Worker, Binary::Admin] {
+            let e = read_err(binary, &[dev, ("AMQP_PREFIX", empty)]);
+            assert!(
+                e.starts_with(&format!("AMQP_PREFIX is set but empty ({empty:?})"))
+                    && e.contains("it must be non-empty when set"),
+                "{binary:?} {empty:?}: {e}"
+            );
+        }
+    }
+    let c = read(Binary::Worker, &vars(&[dev, ("AMQP_PREFIX", "i9-blue")]))
+        .unwrap()
+        .config;
+    assert_eq!(c.amqp_prefix, "i9-blue");
+    // Every other variable: empty is unset.
+    let c = read(
+        Binary::Worker,
+        &vars(&[dev, ("DATABASE_MAX_CONNECTIONS", ""), ("MAIL_DIR", " ")]),
+    )
+    .unwrap()
+    .config;
+    assert_eq!(c.database_max_connections, 20);
+    assert_eq!(c.mail_dir, PathBuf::from("mail-out"));
+}
