@@ -476,6 +476,11 @@ async fn settings_that_cannot_be_right_end_the_start_naming_them() {
             "PUBLIC_BASE_URL must not have a query (?…) or fragment (#…)",
         ),
         (
+            "DATABASE_URL",
+            "postgres://i9:hunter2@127.0.0.1:1/none?sslmode=verify-full&sslrootcert=/nonexistent.pem",
+            "DATABASE_URL: sslrootcert=/nonexistent.pem cannot be read (No such file or directory",
+        ),
+        (
             "AMQP_PREFIX",
             "",
             "AMQP_PREFIX is set but empty (\"\"): it must be non-empty when set",

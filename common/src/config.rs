@@ -678,13 +678,29 @@ fn scheme_of(url: &str) -> Option<String> {
     .then(|| scheme.to_ascii_lowercase())
 }
 
+/// The parameters of a Postgres URL that name a file sqlx reads at each
+/// connection (sqlx-postgres's `PgConnectOptions::parse_from_url`).
+const DATABASE_URL_FILES: [&str; 7] = [
+    "sslrootcert",
+    "ssl-root-cert",
+    "ssl-ca",
+    "sslcert",
+    "ssl-cert",
+    "sslkey",
+    "ssl-key",
+];
+
 /// `DATABASE_URL` must be a Postgres URL: its scheme is checked here, so
 /// that `mysql://…` or `http://…` stops a binary at start naming the
 /// setting (sqlx reads the rest: host, port, database, `sslmode`, ...).
-/// The URL itself is never printed: it may carry a password.
+/// A certificate or key file it names (`sslrootcert`, `sslcert`, `sslkey`)
+/// must be readable: otherwise every connection would fail, and the start
+/// would be retried until `STARTUP_TIMEOUT_SECS` instead of stopping at once
+/// (docs/operations.md, "TLS to Postgres"). The URL itself is never
+/// printed: it may carry a password.
 fn check_database_url(url: &str) -> anyhow::Result<()> {
     match scheme_of(url).as_deref() {
-        Some("postgres" | "postgresql") => Ok(()),
+        Some("postgres" | "postgresql") => {}
         Some(other) => {
             bail!("DATABASE_URL must be a postgres:// or postgresql:// URL, not {other}://")
         }
@@ -693,6 +709,27 @@ fn check_database_url(url: &str) -> anyhow::Result<()> {
              (postgres://user:password@host:5432/database)"
         ),
     }
+    // A URL that does not parse is left to sqlx, which names what is wrong.
+    let Ok(parsed) = url::Url::parse(url) else {
+        return Ok(());
+    };
+    for (key, value) in parsed.query_pairs() {
+        if !DATABASE_URL_FILES.contains(&&*key) {
+            continue;
+        }
+        // sqlx reads a value that is PEM itself (not a path) as such.
+        let text = value.trim();
+        if text.starts_with("-----BEGIN") && text.ends_with("-----") {
+            continue;
+        }
+        if let Err(e) = std::fs::read(&*value) {
+            bail!(
+                "DATABASE_URL: {key}={value} cannot be read ({e}); name a readable PEM file \
+                 (docs/operations.md, \"TLS to Postgres\")"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `AMQP_URL` must be an AMQP URL (lapin reads the rest); never printed.

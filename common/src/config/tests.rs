@@ -90,7 +90,7 @@ fn a_prefix_length_out_of_range_is_named_as_such() {
 fn the_database_url_must_be_a_postgres_url() {
     for ok in [
         "postgres://u:p@db:5432/i9",
-        "postgresql://db/i9?sslmode=verify-full&sslrootcert=/etc/ca.pem",
+        "postgresql://db/i9?sslmode=verify-full",
         "POSTGRES://db/i9",
     ] {
         assert!(check_database_url(ok).is_ok(), "{ok}");
@@ -724,4 +724,68 @@ fn an_empty_amqp_prefix_is_refused_not_read_as_the_default() {
     .config;
     assert_eq!(c.database_max_connections, 20);
     assert_eq!(c.mail_dir, PathBuf::from("mail-out"));
+}
+
+#[test]
+fn a_certificate_file_the_database_url_names_must_be_readable() {
+    let dir = std::env::temp_dir().join(format!("i9-config-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    std::fs::write(
+        &ca,
+        "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let ca = ca.to_str().unwrap();
+    let folder = dir.to_str().unwrap();
+    let base = "postgres://i9:hunter2@db.internal:5432/i9?sslmode=verify-full";
+    for ok in [
+        format!("{base}&sslrootcert={ca}"),
+        format!("{base}&sslrootcert={ca}&sslcert={ca}&sslkey={ca}"),
+        base.to_owned(),
+        "postgres://db/i9?sslrootcert=-----BEGIN%20CERTIFICATE-----x-----END%20CERTIFICATE-----"
+            .to_owned(),
+    ] {
+        assert!(check_database_url(&ok).is_ok(), "{ok}");
+    }
+    for (url, expect) in [
+        (
+            format!("{base}&sslrootcert=/nonexistent.pem"),
+            "DATABASE_URL: sslrootcert=/nonexistent.pem cannot be read (No such file or directory",
+        ),
+        (
+            format!("{base}&sslrootcert={ca}&sslkey=/nonexistent/key.pem"),
+            "DATABASE_URL: sslkey=/nonexistent/key.pem cannot be read",
+        ),
+        (
+            format!("{base}&ssl-ca={folder}"),
+            &format!("DATABASE_URL: ssl-ca={folder} cannot be read (Is a directory"),
+        ),
+    ] {
+        let e = check_database_url(&url).unwrap_err().to_string();
+        assert!(
+            e.starts_with(expect)
+                && e.ends_with(
+                    "name a readable PEM file (docs/operations.md, \"TLS to Postgres\")"
+                ),
+            "{url}: {e}"
+        );
+        assert!(!e.contains("hunter2") && !e.contains("db.internal"), "{e}");
+    }
+    // Read with the rest, at start.
+    let e = read_err(
+        Binary::Api,
+        &[
+            ("APP_ENV", "development"),
+            (
+                "DATABASE_URL",
+                &format!("{base}&sslrootcert=/nonexistent.pem"),
+            ),
+        ],
+    );
+    assert!(
+        e.starts_with("DATABASE_URL: sslrootcert=/nonexistent.pem cannot be read"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
