@@ -868,19 +868,12 @@ fn cores() -> usize {
 /// Every setting `binary` reads, from `source`; the settings of the other
 /// binaries keep their defaults. An error names every invalid variable.
 pub fn read(binary: Binary, source: &dyn Source) -> anyhow::Result<Settings> {
-    let mut r = Reader {
-        source,
-        binary,
-        errors: Vec::new(),
-    };
-    for (old, instead) in RETIRED {
-        if source.get(old).is_some_and(|v| !v.trim().is_empty()) {
-            r.errors.push(format!("{old} is no longer read: {instead}"));
-        }
-    }
+    read_with(binary, source, true)
+}
 
-    let app_env = r.get("APP_ENV", |_, v| Ok(v.to_owned()));
-    let production = !keys::is_development(app_env.as_deref());
+/// The key rings from their settings (with their `_FILE` forms); an error
+/// is kept in `r`, and the development keys stand in.
+fn read_keys(r: &mut Reader<'_>, app_env: Option<&str>) -> Keys {
     let key_names = [
         "DATA_ENCRYPTION_KEYS",
         "DATA_ENCRYPTION_KEY",
@@ -906,14 +899,35 @@ pub fn read(binary: Binary, source: &dyn Source) -> anyhow::Result<Settings> {
             key_settings.remove(single);
         }
     }
-    let keys = match Keys::from_settings(app_env.as_deref(), |name| {
-        Ok(key_settings.get(name).cloned())
-    }) {
+    match Keys::from_settings(app_env, |name| Ok(key_settings.get(name).cloned())) {
         Ok(keys) => keys,
         Err(e) => {
             r.errors.push(format!("{e:#}"));
             Keys::development()
         }
+    }
+}
+
+/// [`read`]; `with_keys` false reads no key setting at all (for
+/// [`KeylessConfig`]), the development keys standing in.
+fn read_with(binary: Binary, source: &dyn Source, with_keys: bool) -> anyhow::Result<Settings> {
+    let mut r = Reader {
+        source,
+        binary,
+        errors: Vec::new(),
+    };
+    for (old, instead) in RETIRED {
+        if source.get(old).is_some_and(|v| !v.trim().is_empty()) {
+            r.errors.push(format!("{old} is no longer read: {instead}"));
+        }
+    }
+
+    let app_env = r.get("APP_ENV", |_, v| Ok(v.to_owned()));
+    let production = !keys::is_development(app_env.as_deref());
+    let keys = if with_keys {
+        read_keys(&mut r, app_env.as_deref())
+    } else {
+        Keys::development()
     };
 
     let bind_addr = r
@@ -1073,6 +1087,52 @@ impl Config {
             Ok(settings) => settings.config,
             Err(e) => panic!("the test configuration does not read: {e:#}"),
         }
+    }
+}
+
+/// The settings of an `i9-admin` command that neither encrypts nor
+/// decrypts (`jobs`, `callbacks`): read without the keys, which it neither
+/// needs nor checks, so an operator can run it where the keys are not given
+/// (docs/operations.md, "The commands"). It gives the database and the
+/// broker, never a [`Config`]: no cipher can be made from it (the
+/// development keys stand in inside, out of reach).
+pub struct KeylessConfig {
+    config: Config,
+}
+
+impl KeylessConfig {
+    /// `i9-admin`'s settings from the environment, the keys left out.
+    pub fn from_env() -> anyhow::Result<Self> {
+        Self::read(&Env)
+    }
+
+    pub fn read(source: &dyn Source) -> anyhow::Result<Self> {
+        Ok(Self {
+            config: read_with(Binary::Admin, source, false)?.config,
+        })
+    }
+
+    pub fn log(&self) -> &LogSettings {
+        &self.config.log
+    }
+
+    pub fn amqp_url(&self) -> &SecretString {
+        &self.config.amqp_url
+    }
+
+    /// The exchange and queue names of `AMQP_PREFIX`.
+    pub fn topology(&self) -> crate::amqp::Topology {
+        crate::amqp::Topology::from_config(&self.config)
+    }
+
+    /// A pool that connects on first use ([`crate::db::connect_lazy`]).
+    pub fn database_lazy(&self) -> anyhow::Result<sqlx::PgPool> {
+        crate::db::connect_lazy(&self.config)
+    }
+
+    /// A pool, connected ([`crate::db::connect`]).
+    pub async fn database(&self) -> anyhow::Result<sqlx::PgPool> {
+        crate::db::connect(&self.config).await
     }
 }
 

@@ -789,3 +789,25 @@ fn a_certificate_file_the_database_url_names_must_be_readable() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_keyless_configuration_reads_no_key_and_checks_the_rest() {
+    // Outside development, without keys: read all the same.
+    let c = KeylessConfig::read(&vars(&[("AMQP_PREFIX", "i9-blue")])).unwrap();
+    assert_eq!(c.topology().dead_letter_queue(), "i9-blue.dead");
+    assert_eq!(c.amqp_url().expose_secret(), DEFAULT_AMQP_URL);
+    // A key that does not read is not looked at; everything else is.
+    let e = KeylessConfig::read(&vars(&[
+        ("DATA_ENCRYPTION_KEY", "not a key"),
+        ("AMQP_URL", "http://guest:hunter3@mq"),
+    ]))
+    .err()
+    .unwrap()
+    .to_string();
+    assert_eq!(
+        e,
+        "AMQP_URL must be an amqp:// or amqps:// URL, not http://"
+    );
+    // The full read needs them.
+    assert!(read_err(Binary::Admin, &[]).contains("no keys: set DATA_ENCRYPTION_KEYS"));
+}
