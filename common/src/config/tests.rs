@@ -811,3 +811,49 @@ fn a_keyless_configuration_reads_no_key_and_checks_the_rest() {
     // The full read needs them.
     assert!(read_err(Binary::Admin, &[]).contains("no keys: set DATA_ENCRYPTION_KEYS"));
 }
+
+/// The README's table says which binaries read a variable as [`VARS`] does:
+/// its meaning starts "`i9-api` only: ", "`i9-worker` only: " or "`i9-api`
+/// and `i9-worker` only: ", or with none of these when every binary reads
+/// it. (The test of the names and defaults above never looked at this.)
+#[test]
+fn the_readme_table_marks_which_binaries_read_each_variable() {
+    let readme = include_str!("../../../README.md");
+    let table = readme
+        .split("## Configuration")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap();
+    let marker = |readers: Readers| match readers {
+        Readers::All => None,
+        Readers::Api => Some("`i9-api` only: "),
+        Readers::Worker => Some("`i9-worker` only: "),
+        Readers::Services => Some("`i9-api` and `i9-worker` only: "),
+    };
+    let mut wrong = Vec::new();
+    for line in table.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let meaning = cells[3];
+        if meaning.starts_with("Tests only") {
+            continue;
+        }
+        let names: Vec<&str> = cells[1].split('`').skip(1).step_by(2).collect();
+        for name in names {
+            let Some(v) = VARS.iter().find(|v| v.name == name) else {
+                continue;
+            };
+            let ok = match marker(v.readers) {
+                Some(m) => meaning.starts_with(m),
+                None => !meaning.starts_with("`i9-"),
+            };
+            if !ok {
+                wrong.push(format!(
+                    "{name} ({:?}): {}",
+                    v.readers,
+                    marker(v.readers).unwrap_or("no marker")
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "README's markers:\n{}", wrong.join("\n"));
+}
