@@ -178,6 +178,30 @@ pub const VARS: &[Var] = &[
     var("LOG_FORMAT", Text("text"), All, "text, or json for JSON lines"),
 ];
 
+/// The command-line options that stand for a variable (`i9-worker`'s and
+/// `i9-api`'s), named beside it in its errors: `WORKER_PREFETCH (or
+/// --prefetch) must be at least 1`.
+const OPTIONS: &[(&str, &str)] = &[
+    ("WORKER_KINDS", "--kinds"),
+    ("WORKER_PREFETCH", "--prefetch"),
+    ("JOB_MAX_ATTEMPTS", "--job-max-attempts"),
+    ("JOB_RETRY_BASE_SECS", "--job-retry-base-secs"),
+    ("JOB_RETRY_CAP_SECS", "--job-retry-cap-secs"),
+    ("CALLBACK_MAX_ATTEMPTS", "--callback-max-attempts"),
+    ("CALLBACK_RETRY_BASE_SECS", "--callback-retry-base-secs"),
+    ("CALLBACK_RETRY_CAP_SECS", "--callback-retry-cap-secs"),
+    ("WORKER_NO_RELAY", "--no-relay"),
+    ("API_NO_RELAY", "--no-relay"),
+];
+
+/// How errors name variable `name`: with its option, if it has one.
+fn label(name: &str) -> String {
+    match OPTIONS.iter().find(|(n, _)| *n == name) {
+        Some((_, option)) => format!("{name} (or {option})"),
+        None => name.to_owned(),
+    }
+}
+
 /// Variables no longer read, refused at start with what replaced them.
 const RETIRED: &[(&str, &str)] = &[
     (
@@ -206,7 +230,10 @@ pub fn env_help(binary: Binary) -> String {
         };
         out.push_str(&format!("  {:<33} {}{default}\n", v.name, v.help));
     }
-    out.push_str("Booleans accept 1/0, true/false, yes/no, on/off.");
+    out.push_str(
+        "Booleans accept 1/0, true/false, yes/no, on/off; they, APP_ENV, LOG_FORMAT and log \
+         levels are read in any case.",
+    );
     out
 }
 
@@ -512,7 +539,7 @@ impl Reader<'_> {
             (None, Text(t)) => t.to_owned(),
             (None, Computed(_) | Unset) => return None,
         };
-        match parse(name, &text) {
+        match parse(&label(name), &text) {
             Ok(v) => Some(v),
             Err(e) => {
                 self.errors.push(format!("{e:#}"));
@@ -572,8 +599,10 @@ impl Reader<'_> {
         let cap = self.get(&format!("{prefix}_RETRY_CAP_SECS"), parse_secs);
         if let (Some(base), Some(cap)) = (base, cap) {
             if base > cap {
+                let option = prefix.to_ascii_lowercase();
                 self.errors.push(format!(
-                    "{prefix}_RETRY_BASE_SECS ({}) must not exceed {prefix}_RETRY_CAP_SECS ({})",
+                    "{prefix}_RETRY_BASE_SECS ({}) must not exceed {prefix}_RETRY_CAP_SECS ({}) \
+                     (or --{option}-retry-base-secs and --{option}-retry-cap-secs)",
                     base.as_secs(),
                     cap.as_secs()
                 ));
@@ -811,8 +840,7 @@ fn parse_kinds(name: &str, list: &str) -> anyhow::Result<Vec<JobKind>> {
         .collect();
     if names.is_empty() {
         bail!(
-            "{name} (or --kinds) names no job kind; name some ({}), or leave it unset for every \
-             kind",
+            "{name} names no job kind; name some ({}), or leave it unset for every kind",
             all()
         );
     }
@@ -932,9 +960,12 @@ fn read_with(binary: Binary, source: &dyn Source, with_keys: bool) -> anyhow::Re
 
     let bind_addr = r
         .get("BIND_ADDR", |n, v| {
-            v.trim()
-                .parse::<SocketAddr>()
-                .with_context(|| format!("{n} must be host:port, e.g. 127.0.0.1:8080"))
+            v.trim().parse::<SocketAddr>().map_err(|_| {
+                anyhow!(
+                    "{n} must be an IP address and port, e.g. 127.0.0.1:8080 or [::]:8080 \
+                         (not a host name such as localhost), not {v:?}"
+                )
+            })
         })
         .unwrap_or_else(|| ([127, 0, 0, 1], 8080).into());
     let public_base_url = r
@@ -1026,7 +1057,7 @@ fn read_with(binary: Binary, source: &dyn Source, with_keys: bool) -> anyhow::Re
     let set = (binary == Binary::Worker).then(|| source.get("WORKER_KINDS"));
     let kinds = match set.flatten() {
         Some(v) if !v.is_empty() && v.trim().is_empty() => {
-            if let Err(e) = parse_kinds("WORKER_KINDS", &v) {
+            if let Err(e) = parse_kinds(&label("WORKER_KINDS"), &v) {
                 r.errors.push(format!("{e:#}"));
             }
             None

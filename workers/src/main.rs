@@ -277,6 +277,11 @@ mod tests {
             ),
             "{e}"
         );
+        // An option's value is refused naming the option.
+        let e = settings(&["i9-worker", "--prefetch", "0"], &[])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "WORKER_PREFETCH (or --prefetch) must be at least 1");
         for bad in [
             ["--job-max-attempts", "0"],
             ["--job-retry-base-secs", "0"],

@@ -340,7 +340,7 @@ fn every_invalid_value_is_named_at_once_never_a_secrets_value() {
         "ACCESS_TOKEN_TTL_SECS must be a positive number of seconds",
         "ALLOW_PRIVATE_CALLBACKS must be true or false",
         "HTTP_MAX_CONNECTIONS must be at least 1",
-        "BIND_ADDR must be host:port",
+        "BIND_ADDR must be an IP address and port, e.g. 127.0.0.1:8080",
         "LOG_FORMAT must be text or json",
         "SIGN_IN_WINDOW_SECS is no longer read",
     ] {
@@ -856,4 +856,74 @@ fn the_readme_table_marks_which_binaries_read_each_variable() {
         }
     }
     assert!(wrong.is_empty(), "README's markers:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn messages_name_the_option_an_address_and_the_case_rule() {
+    let dev = ("APP_ENV", "development");
+    // A value given as an option: the error names it beside its variable.
+    let args = WithArgs {
+        args: vec![("WORKER_PREFETCH", "0".into())],
+        rest: &vars(&[dev]),
+    };
+    let e = format!("{:#}", read(Binary::Worker, &args).unwrap_err());
+    assert_eq!(e, "WORKER_PREFETCH (or --prefetch) must be at least 1");
+    let e = read_err(Binary::Worker, &[dev, ("JOB_MAX_ATTEMPTS", "0")]);
+    assert_eq!(
+        e,
+        "JOB_MAX_ATTEMPTS (or --job-max-attempts) must be at least 1"
+    );
+    let e = read_err(
+        Binary::Worker,
+        &[
+            dev,
+            ("JOB_RETRY_BASE_SECS", "10"),
+            ("JOB_RETRY_CAP_SECS", "2"),
+        ],
+    );
+    assert_eq!(
+        e,
+        "JOB_RETRY_BASE_SECS (10) must not exceed JOB_RETRY_CAP_SECS (2) (or \
+         --job-retry-base-secs and --job-retry-cap-secs)"
+    );
+    let e = read_err(Binary::Api, &[dev, ("API_NO_RELAY", "maybe")]);
+    assert!(
+        e.starts_with("API_NO_RELAY (or --no-relay) must be true or false"),
+        "{e}"
+    );
+    // A variable without an option: its name alone.
+    let e = read_err(Binary::Api, &[dev, ("HTTP_MAX_CONNECTIONS", "0")]);
+    assert_eq!(e, "HTTP_MAX_CONNECTIONS must be at least 1");
+    // A host name is not an address.
+    for bad in ["localhost:8095", "i9.internal:80", "127.0.0.1"] {
+        let e = read_err(Binary::Api, &[dev, ("BIND_ADDR", bad)]);
+        assert_eq!(
+            e,
+            format!(
+                "BIND_ADDR must be an IP address and port, e.g. 127.0.0.1:8080 or [::]:8080 (not \
+                 a host name such as localhost), not {bad:?}"
+            )
+        );
+    }
+    let c = read(Binary::Api, &vars(&[dev, ("BIND_ADDR", "[::1]:8095")]))
+        .unwrap()
+        .config;
+    assert_eq!(c.bind_addr, "[::1]:8095".parse().unwrap());
+    // Words are read in any case (README, "Configuration").
+    for (format, json) in [("JSON", true), ("Text", false), (" json ", true)] {
+        let c = read(Binary::Api, &vars(&[dev, ("LOG_FORMAT", format)]))
+            .unwrap()
+            .config;
+        assert_eq!(c.log.json, json, "{format}");
+    }
+    // A key id too large for an id says so.
+    let e = read_err(
+        Binary::Admin,
+        &[dev, ("DATA_ENCRYPTION_KEYS", &format!("4294967296:{K1}"))],
+    );
+    assert_eq!(
+        e,
+        "DATA_ENCRYPTION_KEYS: entry 1 has key id 4294967296, out of range: ids are 1 to \
+         4294967295"
+    );
 }
