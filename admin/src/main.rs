@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use i9_common::{
+    config::KeylessConfig,
     crypto::DataCipher,
     db,
     key_check::{self, Ring, RINGS},
@@ -41,7 +42,8 @@ enum Command {
     Seed {
         file: PathBuf,
         /// Make a partner's differing signingSecret the current one (the
-        /// replaced one keeps signing for the overlap).
+        /// replaced one keeps signing for the overlap); a secret the partner
+        /// replaced before is refused, never made current again.
         #[arg(long)]
         rotate_secrets: bool,
         /// With --rotate-secrets: how long a replaced signing secret keeps
@@ -71,11 +73,12 @@ enum Command {
     Openapi,
     /// Partner status callbacks that were given up on, as the database
     /// records them (`partner_events.dead_at`). The dead-letter queue itself,
-    /// callbacks included, is `i9-admin jobs`.
+    /// callbacks included, is `i9-admin jobs`. Reads no keys.
     #[command(subcommand)]
     Callbacks(CallbackCommand),
     /// Failed jobs of every kind, in the dead-letter queue (`{AMQP_PREFIX}.dead`):
-    /// list, replay and purge them (docs/operations.md, "Failed jobs").
+    /// list, replay and purge them (docs/operations.md, "Failed jobs"). Reads
+    /// no keys.
     Jobs(JobArgs),
 }
 
@@ -137,11 +140,8 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // Read once, whatever the command; a command that needs none (openapi)
     // runs with settings that do not read.
-    let config = Config::from_env();
-    let log = config.as_ref().map(|c| c.log.clone()).unwrap_or_default();
-    // lapin logs its own connection teardown at exit as errors; the commands
-    // report what failed themselves.
-    telemetry::init(&log, "warn,lapin=off");
+    let config = Settings::read(&cli.command);
+    telemetry::init(&config.log(), telemetry::ADMIN_DEFAULT_FILTER);
     match run(cli, config).await {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -161,10 +161,51 @@ async fn check_keys(pool: &sqlx::PgPool, config: &Config) -> anyhow::Result<()> 
     Ok(())
 }
 
-async fn run(cli: Cli, config: anyhow::Result<Config>) -> anyhow::Result<()> {
+/// The settings a command reads. `jobs` and `callbacks` neither encrypt nor
+/// decrypt: they read no keys, so an operator on call can run them with the
+/// broker's and the database's settings alone (docs/operations.md, "The
+/// commands"); every other command reads and checks the keys.
+enum Settings {
+    WithKeys(anyhow::Result<Config>),
+    Keyless(anyhow::Result<KeylessConfig>),
+}
+
+impl Settings {
+    fn read(command: &Command) -> Self {
+        match command {
+            Command::Jobs(_) | Command::Callbacks(_) => Self::Keyless(KeylessConfig::from_env()),
+            _ => Self::WithKeys(Config::from_env()),
+        }
+    }
+
+    fn log(&self) -> i9_common::config::LogSettings {
+        match self {
+            Self::WithKeys(c) => c.as_ref().map(|c| c.log.clone()).unwrap_or_default(),
+            Self::Keyless(c) => c.as_ref().map(|c| c.log().clone()).unwrap_or_default(),
+        }
+    }
+
+    /// The settings with the keys (every command but `jobs` and `callbacks`).
+    fn with_keys(self) -> anyhow::Result<Config> {
+        match self {
+            Self::WithKeys(c) => c,
+            Self::Keyless(_) => anyhow::bail!("this command's settings were read without keys"),
+        }
+    }
+
+    /// The settings without keys (`jobs`, `callbacks`).
+    fn keyless(self) -> anyhow::Result<KeylessConfig> {
+        match self {
+            Self::Keyless(c) => c,
+            Self::WithKeys(_) => anyhow::bail!("this command's settings were read with keys"),
+        }
+    }
+}
+
+async fn run(cli: Cli, config: Settings) -> anyhow::Result<()> {
     match cli.command {
         Command::Migrate => {
-            let config = config?;
+            let config = config.with_keys()?;
             db::migrate(&config).await?;
             let pool = db::connect(&config).await?;
             check_keys(&pool, &config).await?;
@@ -175,7 +216,7 @@ async fn run(cli: Cli, config: anyhow::Result<Config>) -> anyhow::Result<()> {
             rotate_secrets,
             overlap,
         } => {
-            let config = config?;
+            let config = config.with_keys()?;
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("reading {}", file.display()))?;
             let org = seed::parse(&text)?;
@@ -206,6 +247,11 @@ async fn run(cli: Cli, config: anyhow::Result<Config>) -> anyhow::Result<()> {
                         "{client_id}: kept its current signing secret (the file's differs; rotate \
                          with --rotate-secrets or i9-admin partners rotate-secret)"
                     ),
+                    seed::SecretNote::KeptReplaced { client_id } => say!(
+                        "{client_id}: kept its current signing secret (the file's is one it \
+                         replaced, which never becomes current again: write the current one into \
+                         the file)"
+                    ),
                     seed::SecretNote::Rotated { client_id, stops } => {
                         say!("{client_id}: new signing secret (the file's)");
                         for stop in stops {
@@ -216,26 +262,25 @@ async fn run(cli: Cli, config: anyhow::Result<Config>) -> anyhow::Result<()> {
             }
         }
         Command::Rekey { batch_size } => {
-            let config = config?;
+            let config = config.with_keys()?;
             let pool = db::connect(&config).await?;
             check_keys(&pool, &config).await?;
             run_rekey(&pool, &DataCipher::from_config(&config), batch_size).await?;
         }
         Command::Keys(KeysCommand::Status) => {
-            let config = config?;
+            let config = config.with_keys()?;
             let pool = db::connect(&config).await?;
             let cipher = DataCipher::from_config(&config);
             print_key_status(&key_usage::status(&pool, &cipher).await?, &cipher);
         }
         Command::Partners(cmd) => {
-            let config = config?;
+            let config = config.with_keys()?;
             let pool = db::connect(&config).await?;
             check_keys(&pool, &config).await?;
             partners(&pool, &DataCipher::from_config(&config), cmd).await?;
         }
         Command::Callbacks(cmd) => {
-            let config = config?;
-            let pool = db::connect(&config).await?;
+            let pool = config.keyless()?.database().await?;
             match cmd {
                 CallbackCommand::Failed => {
                     let failed = i9_common::events::failed(&pool).await?;
@@ -283,7 +328,7 @@ async fn run(cli: Cli, config: anyhow::Result<Config>) -> anyhow::Result<()> {
                 }
             }
         }
-        Command::Jobs(args) => jobs(args, config?).await?,
+        Command::Jobs(args) => jobs(args, config.keyless()?).await?,
         Command::Openapi => {
             say!(
                 "{}",
@@ -599,7 +644,6 @@ async fn partners(
 // `i9-admin jobs`: the dead-letter queue.
 
 use i9_common::{
-    amqp::Topology,
     dead_letters::{self, DeadLetters, Selection},
     jobs::JobKind,
 };
@@ -684,13 +728,12 @@ fn parse_kind(s: &str) -> Result<JobKind, String> {
     })
 }
 
-async fn jobs(args: JobArgs, config: Config) -> anyhow::Result<()> {
+async fn jobs(args: JobArgs, config: KeylessConfig) -> anyhow::Result<()> {
     let limits = dead_letters::Limits {
         max_messages: usize::from(args.max_messages),
         ..Default::default()
     };
-    let dlq =
-        DeadLetters::connect(&config.amqp_url, Topology::from_config(&config), limits).await?;
+    let dlq = DeadLetters::connect(config.amqp_url(), config.topology(), limits).await?;
     let result = match args.command {
         JobCommand::Failed { kind, limit } => {
             dlq.list(kind).await.map(|l| print_listing(&l, limit))
@@ -698,7 +741,7 @@ async fn jobs(args: JobArgs, config: Config) -> anyhow::Result<()> {
         JobCommand::Replay { which } => {
             let which = which.selection()?;
             // Connects only if a callback is replayed.
-            let pool = db::connect_lazy(&config)?;
+            let pool = config.database_lazy()?;
             match dlq.replay(&which, Some(&pool)).await {
                 Ok(outcome) => {
                     print_outcome("replayed", &outcome);

@@ -255,3 +255,58 @@ async fn an_operator_lists_replays_and_purges_failed_jobs_by_count() {
     assert!(ok && out.contains("no failed jobs"), "{out}");
     conn.close(200, "done".into()).await.ok();
 }
+
+/// `jobs` and `callbacks` neither encrypt nor decrypt: outside development
+/// they run without the keys (docs/operations.md, "The commands"), where
+/// every other command refuses to start without them.
+#[tokio::test]
+async fn the_jobs_and_callbacks_commands_run_without_the_keys() {
+    let prefix = format!("t{}", Uuid::new_v4().simple());
+    let topology = Topology::new(prefix.clone());
+    let _cleanup = Cleanup(topology.clone());
+    let conn = i9_common::amqp::connect(&amqp_url()).await.unwrap();
+    let ch = conn.create_channel().await.unwrap();
+    topology.declare(&ch).await.unwrap();
+    let db = i9_tests::TestDb::new().await;
+    let run = |args: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_i9-admin"));
+        cmd.args(args)
+            .env("AMQP_URL", amqp_url().expose_secret())
+            .env("AMQP_PREFIX", &prefix)
+            .env("DATABASE_URL", &db.url)
+            .env_remove("APP_ENV")
+            .env_remove("RUST_LOG");
+        for ring in ["DATA_ENCRYPTION_KEY", "SSN_HASH_KEY"] {
+            for name in [ring.to_owned(), format!("{ring}S")] {
+                cmd.env_remove(&name).env_remove(format!("{name}_FILE"));
+            }
+        }
+        let out = cmd.output().unwrap();
+        i9_tests::logs::keep_stderr("i9-admin", &out.stderr);
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for (args, says) in [
+        (&["jobs", "failed"][..], "no failed jobs"),
+        (&["jobs", "replay", "--all"][..], "replayed"),
+        (&["jobs", "purge", "--all", "--yes"][..], "purged"),
+        (&["callbacks", "failed"][..], "no failed callbacks"),
+        (
+            &["callbacks", "redeliver", "--all"][..],
+            "0 callback(s) queued again",
+        ),
+    ] {
+        let (ok, out, err) = run(args);
+        assert!(ok, "{args:?}: {err}");
+        assert!(out.contains(says), "{args:?}: {out}");
+    }
+    // The others read and check the keys.
+    refused(
+        run(&["keys", "status"]),
+        "no keys: set DATA_ENCRYPTION_KEYS",
+    );
+    conn.close(200, "test done".into()).await.unwrap();
+}

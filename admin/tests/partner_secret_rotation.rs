@@ -5,7 +5,9 @@
 //! verifying with the old secret and one with the new; once the overlap ends,
 //! one signature, with the new secret only. A rotation ends every earlier
 //! overlap, so never more than two sign. A seed keeps the stored secret unless
-//! told to rotate, and never brings back a replaced one. Verified at a real
+//! told to rotate, and never brings back a replaced one: an old copy of the
+//! file loads, keeping the current secret, and a rotation to a replaced
+//! secret is refused. Verified at a real
 //! HTTP endpoint with the `standardwebhooks` library.
 
 #![allow(clippy::unwrap_used)] // a test: panics are failures
@@ -27,6 +29,9 @@ const NEW_PARTNER: &str = "whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=";
 
 const KEPT: &str = "greenhouse-ats: kept its current signing secret (the file's differs; \
                     rotate with --rotate-secrets or i9-admin partners rotate-secret)";
+const KEPT_REPLACED: &str = "greenhouse-ats: kept its current signing secret (the file's is one \
+                             it replaced, which never becomes current again: write the current \
+                             one into the file)";
 
 fn admin(db_url: &str, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_i9-admin"))
@@ -373,27 +378,21 @@ async fn a_seed_keeps_the_stored_secret_unless_told_and_never_brings_back_a_repl
         2
     );
 
-    // Back to the secret just replaced: refused whole, with or without
-    // --rotate-secrets, naming the client; nothing else in the file loads.
+    // Back to the secret just replaced, with --rotate-secrets: refused
+    // whole, naming the client; nothing else in the file loads.
     let back = org_file(&receiver, FROM_FILE, "changed by a refused seed", &[]);
     let set_before = set_at(&app).await;
-    for flags in [&[][..], &["--rotate-secrets"][..]] {
-        let mut args = vec!["seed", back.as_str()];
-        args.extend_from_slice(flags);
-        let (ok, out, err) = admin(&app.db.url, &args);
-        assert!(!ok, "refused: {out}");
-        assert!(
-            err.contains(
-                "clients[2].integration.signingSecret: greenhouse-ats replaced this secret"
-            ),
-            "{err}"
-        );
-        assert!(
-            !err.contains(FROM_FILE) && !out.contains(FROM_FILE),
-            "{err}"
-        );
-        assert!(out.is_empty(), "nothing loaded: {out}");
-    }
+    let (ok, out, err) = admin(&app.db.url, &["seed", &back, "--rotate-secrets"]);
+    assert!(!ok, "refused: {out}");
+    assert!(
+        err.contains("clients[2].integration.signingSecret: greenhouse-ats replaced this secret"),
+        "{err}"
+    );
+    assert!(
+        !err.contains(FROM_FILE) && !out.contains(FROM_FILE),
+        "{err}"
+    );
+    assert!(out.is_empty(), "nothing loaded: {out}");
     assert_eq!(description(&app).await, DESCRIPTION);
     assert_eq!(set_at(&app).await, set_before);
     assert_eq!(previous_secrets(&app).await, 1);
@@ -401,6 +400,33 @@ async fn a_seed_keeps_the_stored_secret_unless_told_and_never_brings_back_a_repl
         hire(&app, &receiver, "cand-3", &[FROM_FILE_2, FROM_FILE], &[OLD]).await,
         2
     );
+    // Without it (an old copy of the file seeded again): the current secret
+    // is kept and said so in one line, and the rest of the file loads.
+    let (ok, out, err) = admin(&app.db.url, &["seed", &back]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        out.lines()
+            .filter(|l| l.contains("signing secret"))
+            .collect::<Vec<_>>(),
+        [KEPT_REPLACED],
+        "{out}"
+    );
+    assert!(
+        !out.contains("whsec_") && !err.contains("whsec_"),
+        "{out}{err}"
+    );
+    assert_eq!(description(&app).await, "changed by a refused seed");
+    assert_eq!(set_at(&app).await, set_before);
+    assert_eq!(previous_secrets(&app).await, 1);
+    assert_eq!(retired(&app).await, 2);
+    assert_eq!(
+        hire(&app, &receiver, "cand-4", &[FROM_FILE_2, FROM_FILE], &[OLD]).await,
+        2
+    );
+    let restore = org_file(&receiver, FROM_FILE_2, DESCRIPTION, &[]);
+    let (ok, _, err) = admin(&app.db.url, &["seed", &restore]);
+    assert!(ok, "{err}");
+    assert_eq!(description(&app).await, DESCRIPTION);
 
     // The first secret, replaced two rotations ago: its stored copy is gone
     // (at most one replaced secret is kept), yet it is refused all the same,
@@ -426,6 +452,13 @@ async fn a_seed_keeps_the_stored_secret_unless_told_and_never_brings_back_a_repl
         "{err}"
     );
     assert_eq!(description(&app).await, DESCRIPTION);
+    // The example organization itself, as docker-compose's `migrate` seeds it
+    // at every `up`: it loads, keeping the current secret.
+    let (ok, out, err) = admin(&app.db.url, &["seed", fixture_path().to_str().unwrap()]);
+    assert!(ok, "{err}");
+    assert!(out.contains(KEPT_REPLACED) && !out.contains(OLD), "{out}");
+    assert_eq!(set_at(&app).await, set_before);
+    assert_eq!(retired(&app).await, 2);
     let _ = std::fs::remove_file(first);
 
     // A new partner client gets the file's secret, no flag needed.
@@ -457,7 +490,7 @@ async fn a_seed_keeps_the_stored_secret_unless_told_and_never_brings_back_a_repl
     let (ok, _, err) = admin(&app.db.url, &["seed", &file_b, "--overlap", "1h"]);
     assert!(!ok && err.contains("--rotate-secrets"), "{err}");
 
-    for f in [file_a, file_b, back, file_c] {
+    for f in [file_a, file_b, back, file_c, restore] {
         let _ = std::fs::remove_file(f);
     }
 }

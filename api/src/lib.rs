@@ -48,6 +48,40 @@ pub const BODY_LIMIT: usize = 256 * 1024;
 /// the request until the 30 s limit answers 503.
 pub const BODY_IDLE_LIMIT: Duration = Duration::from_secs(10);
 
+/// Every route of [`router`], as `MatchedPath` names it (the `route` label
+/// of the metrics): `i9_request_timeouts_total` is listed at zero for each
+/// from the start (docs/operations.md, "Metrics"). A test
+/// (tests/tests/api/operations.rs) checks each is a route, and that every
+/// route of the OpenAPI document is here.
+pub const ROUTES: &[&str] = &[
+    "/v1/employees",
+    "/v1/employees/{id}",
+    "/v1/i9s",
+    "/v1/i9s/{id}",
+    "/v1/partners/i9s/section1",
+    "/v1/i9s/{id}/section2",
+    "/v1/i9s/{id}/complete",
+    "/v1/i9s/{id}/approve",
+    "/v1/i9s/{id}/park",
+    "/v1/eins",
+    "/v1/eins/{id}",
+    "/v1/groups",
+    "/v1/groups/{id}",
+    "/v1/groups/{id}/users",
+    "/v1/users",
+    "/v1/users/{id}",
+    "/v1/roles",
+    "/v1/roles/{id}",
+    "/v1/openapi.json",
+    "/account/set-password/{token}",
+    "/i9/section1/{token}",
+    "/oauth2/access_token",
+    "/oauth2/access_token/",
+    "/healthz",
+    "/readyz",
+    "/metrics",
+];
+
 pub fn router(state: AppState) -> Router {
     let v1 = Router::new()
         .route(

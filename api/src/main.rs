@@ -47,14 +47,11 @@ impl Args {
 async fn main() -> ExitCode {
     let args = Args::parse();
     let settings = ApiSettings::from_env(args.settings());
-    // lapin logs at ERROR what our own code reports (a refused login, a lost
-    // connection, a channel the broker closed) or what is expected (a probe of
-    // a queue that is not there); RUST_LOG=lapin=debug brings it back.
     let log = settings
         .as_ref()
         .map(|(c, _)| c.log.clone())
         .unwrap_or_default();
-    telemetry::init(&log, "info,i9_api=info,tower_http=info,sqlx=warn,lapin=off");
+    telemetry::init(&log, telemetry::SERVICES_DEFAULT_FILTER);
     match async { run(settings?).await }.await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

@@ -87,6 +87,9 @@ pub fn describe() {
     }
     counter!(SSN_WRITES_THROTTLED).increment(0);
     counter!(DATABASE_UNAVAILABLE).increment(0);
+    for route in crate::ROUTES {
+        counter!(REQUEST_TIMEOUTS, "route" => *route).increment(0);
+    }
     counter!(CONNECTIONS_REFUSED, "limit" => PER_ADDRESS).increment(0);
     counter!(CONNECTION_CAP_REACHED).increment(0);
     for reason in ["header", "idle"] {

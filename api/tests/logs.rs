@@ -240,6 +240,75 @@ fn metric(text: &str, series: &str) -> Option<f64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
+/// The `i9_` series docs/operations.md's "Metrics" table names, with their type.
+fn documented_series() -> Vec<(&'static str, &'static str)> {
+    let doc = include_str!("../../docs/operations.md");
+    let table = doc
+        .split("\n## Metrics\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap();
+    let series: Vec<(&str, &str)> = table
+        .lines()
+        .filter(|l| l.starts_with("| `i9_"))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            (cells[1].trim_matches('`'), cells[2])
+        })
+        .collect();
+    assert!(series.len() >= 9, "{table}");
+    series
+}
+
+/// Before any event (and before any request but the checks of readiness),
+/// `/metrics` lists every `i9_` series of the docs' table, every counter at
+/// zero: an alert on one does not wait for its first event.
+#[tokio::test]
+async fn every_series_the_docs_name_is_listed_from_the_start_at_zero() {
+    let db = TestDb::new().await;
+    let port = free_port();
+    let api = start(&db.url, port);
+    let base = format!("http://127.0.0.1:{port}");
+    let http = reqwest::Client::new();
+    eventually("i9-api answers", || async {
+        http.get(format!("{base}/healthz")).send().await.is_ok()
+    })
+    .await;
+    let metrics = http
+        .get(format!("{base}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for (name, kind) in documented_series() {
+        let lines: Vec<&str> = metrics
+            .lines()
+            .filter(|l| {
+                l.strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with([' ', '{']))
+            })
+            .collect();
+        assert!(!lines.is_empty(), "{name} is not listed: {metrics}");
+        assert!(
+            metrics.contains(&format!("# TYPE {name} {kind}")),
+            "{name} is a {kind}: {metrics}"
+        );
+        if kind == "counter" {
+            for line in &lines {
+                assert!(line.ends_with(" 0"), "{line}");
+            }
+        }
+    }
+    // The timeouts, for every route.
+    for route in i9_api::ROUTES {
+        let series = format!(r#"i9_request_timeouts_total{{route="{route}"}}"#);
+        assert_eq!(metric(&metrics, &series), Some(0.0), "{series}: {metrics}");
+    }
+    drop(api);
+}
+
 #[tokio::test]
 async fn shed_and_throttled_sign_ins_are_logged_once_each_and_counted_by_reason() {
     const FLOOD: usize = 200;

@@ -450,6 +450,51 @@ async fn settings_that_cannot_be_right_end_the_start_naming_them() {
             "http://i9:hunter2@db/i9",
             "DATABASE_URL must be a postgres:// or postgresql:// URL, not http://",
         ),
+        (
+            "PUBLIC_BASE_URL",
+            "i9.example.com",
+            "PUBLIC_BASE_URL must be an absolute URL starting with https:// (or http://)",
+        ),
+        (
+            "PUBLIC_BASE_URL",
+            "ftp://i9.example.com",
+            "PUBLIC_BASE_URL must be an https:// (or http://) URL, not ftp://",
+        ),
+        (
+            "PUBLIC_BASE_URL",
+            "https://",
+            "PUBLIC_BASE_URL has no host after https://",
+        ),
+        (
+            "PUBLIC_BASE_URL",
+            "https://i9:hunter2@i9.example.com",
+            "PUBLIC_BASE_URL must not carry a user name or password",
+        ),
+        (
+            "PUBLIC_BASE_URL",
+            "https://i9.example.com?x=1",
+            "PUBLIC_BASE_URL must not have a query (?…) or fragment (#…)",
+        ),
+        (
+            "DATABASE_URL",
+            "postgres://i9:hunter2@127.0.0.1:1/none?sslmode=verify-full&sslrootcert=/nonexistent.pem",
+            "DATABASE_URL: sslrootcert=/nonexistent.pem cannot be read (No such file or directory",
+        ),
+        (
+            "AMQP_PREFIX",
+            "",
+            "AMQP_PREFIX is set but empty (\"\"): it must be non-empty when set",
+        ),
+        (
+            "DATABASE_URL_FILE",
+            "/nonexistent/i9-db-url",
+            "set DATABASE_URL or DATABASE_URL_FILE, not both",
+        ),
+        (
+            "RUST_LOG",
+            "warning",
+            "RUST_LOG: \"warning\" is not a level: a level is off, error, warn, info, debug or trace",
+        ),
     ] {
         let run = i9_api(&[], &pairs(&production(&[(name, value)]))).await;
         let last = refusal(&run);

@@ -10,7 +10,7 @@
 //! [`VARS`] as text and parsed like a value that was set. Every invalid value
 //! is reported at once, in one line naming each variable; a secret's value is
 //! never printed. Secrets may also be given as `<NAME>_FILE` (a path whose
-//! contents are the secret).
+//! contents are the secret), not both.
 //!
 //! Secrets (the database and RabbitMQ URLs, which carry passwords, the SMTP
 //! URL and the keys) are held as [`secrecy`] types: their `Debug` is
@@ -174,9 +174,33 @@ pub const VARS: &[Var] = &[
     var("RETENTION_PROCESSED_JOBS_SECS", Text("2592000"), Worker, "job done-records kept"),
     var("RETENTION_OUTBOX_SECS", Text("604800"), Worker, "published outbox rows kept"),
     var("HOSTNAME", Computed("the kernel's host name"), Services, "this host's name in the process registry"),
-    var("RUST_LOG", Computed("the binary's own (info, ...)"), All, "log filter"),
+    var("RUST_LOG", Computed("info,sqlx=warn,lapin=off; i9-admin: warn,lapin=off"), All, "log filter, e.g. info,sqlx=warn (replaces the whole default)"),
     var("LOG_FORMAT", Text("text"), All, "text, or json for JSON lines"),
 ];
+
+/// The command-line options that stand for a variable (`i9-worker`'s and
+/// `i9-api`'s), named beside it in its errors: `WORKER_PREFETCH (or
+/// --prefetch) must be at least 1`.
+const OPTIONS: &[(&str, &str)] = &[
+    ("WORKER_KINDS", "--kinds"),
+    ("WORKER_PREFETCH", "--prefetch"),
+    ("JOB_MAX_ATTEMPTS", "--job-max-attempts"),
+    ("JOB_RETRY_BASE_SECS", "--job-retry-base-secs"),
+    ("JOB_RETRY_CAP_SECS", "--job-retry-cap-secs"),
+    ("CALLBACK_MAX_ATTEMPTS", "--callback-max-attempts"),
+    ("CALLBACK_RETRY_BASE_SECS", "--callback-retry-base-secs"),
+    ("CALLBACK_RETRY_CAP_SECS", "--callback-retry-cap-secs"),
+    ("WORKER_NO_RELAY", "--no-relay"),
+    ("API_NO_RELAY", "--no-relay"),
+];
+
+/// How errors name variable `name`: with its option, if it has one.
+fn label(name: &str) -> String {
+    match OPTIONS.iter().find(|(n, _)| *n == name) {
+        Some((_, option)) => format!("{name} (or {option})"),
+        None => name.to_owned(),
+    }
+}
 
 /// Variables no longer read, refused at start with what replaced them.
 const RETIRED: &[(&str, &str)] = &[
@@ -206,7 +230,10 @@ pub fn env_help(binary: Binary) -> String {
         };
         out.push_str(&format!("  {:<33} {}{default}\n", v.name, v.help));
     }
-    out.push_str("Booleans accept 1/0, true/false, yes/no, on/off.");
+    out.push_str(
+        "Booleans accept 1/0, true/false, yes/no, on/off; they, APP_ENV, LOG_FORMAT and log \
+         levels are read in any case.",
+    );
     out
 }
 
@@ -456,20 +483,37 @@ impl Reader<'_> {
     /// The value set for `name` (or, for a secret, in the file `NAME_FILE`);
     /// None when unset or blank.
     fn set(&mut self, name: &str) -> Option<String> {
+        self.set_from(name).map(|(value, _)| value)
+    }
+
+    /// [`Self::set`], with the variable the value came from: `name`, or
+    /// `NAME_FILE`. A secret given both ways is refused naming both (neither
+    /// silently wins).
+    fn set_from(&mut self, name: &str) -> Option<(String, String)> {
         let spec = self.spec(name)?;
         let value = self.source.get(name).filter(|v| !v.trim().is_empty());
-        if value.is_some() || !spec.secret {
-            return value;
+        if !spec.secret {
+            return value.map(|v| (v, name.to_owned()));
         }
-        let path = self
-            .source
-            .get(&format!("{name}_FILE"))
-            .filter(|v| !v.trim().is_empty())?;
+        let file_name = format!("{name}_FILE");
+        let path = self.source.get(&file_name).filter(|v| !v.trim().is_empty());
+        let path = match (value, path) {
+            (Some(_), Some(_)) => {
+                self.errors
+                    .push(format!("set {name} or {file_name}, not both"));
+                return None;
+            }
+            (Some(value), None) => return Some((value, name.to_owned())),
+            (None, None) => return None,
+            (None, Some(path)) => path,
+        };
         match std::fs::read_to_string(&path) {
-            Ok(v) => Some(v.trim().to_owned()).filter(|v| !v.is_empty()),
+            Ok(v) => Some(v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+                .map(|v| (v, file_name)),
             Err(e) => {
                 self.errors
-                    .push(format!("reading {name}_FILE ({path}): {e}"));
+                    .push(format!("reading {file_name} ({path}): {e}"));
                 None
             }
         }
@@ -495,7 +539,7 @@ impl Reader<'_> {
             (None, Text(t)) => t.to_owned(),
             (None, Computed(_) | Unset) => return None,
         };
-        match parse(name, &text) {
+        match parse(&label(name), &text) {
             Ok(v) => Some(v),
             Err(e) => {
                 self.errors.push(format!("{e:#}"));
@@ -555,8 +599,10 @@ impl Reader<'_> {
         let cap = self.get(&format!("{prefix}_RETRY_CAP_SECS"), parse_secs);
         if let (Some(base), Some(cap)) = (base, cap) {
             if base > cap {
+                let option = prefix.to_ascii_lowercase();
                 self.errors.push(format!(
-                    "{prefix}_RETRY_BASE_SECS ({}) must not exceed {prefix}_RETRY_CAP_SECS ({})",
+                    "{prefix}_RETRY_BASE_SECS ({}) must not exceed {prefix}_RETRY_CAP_SECS ({}) \
+                     (or --{option}-retry-base-secs and --{option}-retry-cap-secs)",
                     base.as_secs(),
                     cap.as_secs()
                 ));
@@ -661,13 +707,29 @@ fn scheme_of(url: &str) -> Option<String> {
     .then(|| scheme.to_ascii_lowercase())
 }
 
+/// The parameters of a Postgres URL that name a file sqlx reads at each
+/// connection (sqlx-postgres's `PgConnectOptions::parse_from_url`).
+const DATABASE_URL_FILES: [&str; 7] = [
+    "sslrootcert",
+    "ssl-root-cert",
+    "ssl-ca",
+    "sslcert",
+    "ssl-cert",
+    "sslkey",
+    "ssl-key",
+];
+
 /// `DATABASE_URL` must be a Postgres URL: its scheme is checked here, so
 /// that `mysql://…` or `http://…` stops a binary at start naming the
 /// setting (sqlx reads the rest: host, port, database, `sslmode`, ...).
-/// The URL itself is never printed: it may carry a password.
+/// A certificate or key file it names (`sslrootcert`, `sslcert`, `sslkey`)
+/// must be readable: otherwise every connection would fail, and the start
+/// would be retried until `STARTUP_TIMEOUT_SECS` instead of stopping at once
+/// (docs/operations.md, "TLS to Postgres"). The URL itself is never
+/// printed: it may carry a password.
 fn check_database_url(url: &str) -> anyhow::Result<()> {
     match scheme_of(url).as_deref() {
-        Some("postgres" | "postgresql") => Ok(()),
+        Some("postgres" | "postgresql") => {}
         Some(other) => {
             bail!("DATABASE_URL must be a postgres:// or postgresql:// URL, not {other}://")
         }
@@ -676,6 +738,27 @@ fn check_database_url(url: &str) -> anyhow::Result<()> {
              (postgres://user:password@host:5432/database)"
         ),
     }
+    // A URL that does not parse is left to sqlx, which names what is wrong.
+    let Ok(parsed) = url::Url::parse(url) else {
+        return Ok(());
+    };
+    for (key, value) in parsed.query_pairs() {
+        if !DATABASE_URL_FILES.contains(&&*key) {
+            continue;
+        }
+        // sqlx reads a value that is PEM itself (not a path) as such.
+        let text = value.trim();
+        if text.starts_with("-----BEGIN") && text.ends_with("-----") {
+            continue;
+        }
+        if let Err(e) = std::fs::read(&*value) {
+            bail!(
+                "DATABASE_URL: {key}={value} cannot be read ({e}); name a readable PEM file \
+                 (docs/operations.md, \"TLS to Postgres\")"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// `AMQP_URL` must be an AMQP URL (lapin reads the rest); never printed.
@@ -687,6 +770,52 @@ fn check_amqp_url(url: &str) -> anyhow::Result<()> {
             "AMQP_URL must be an amqp:// or amqps:// URL (amqp://user:password@host:5672/%2f)"
         ),
     }
+}
+
+/// `PUBLIC_BASE_URL`: every link the service hands out is this followed by a
+/// path (`common/src/links.rs`), so it must be an absolute `http://` or
+/// `https://` URL with a host, and hold nothing a path appended to it would
+/// break or hand out: no user name or password, no query, no fragment. A
+/// path prefix is kept (`https://example.com/i9`); trailing slashes are
+/// dropped, so that no link holds `//` (README, "Configuration").
+fn parse_public_base_url(name: &str, v: &str) -> anyhow::Result<String> {
+    const FORM: &str = "e.g. https://i9.example.com, or https://example.com/i9 under a path prefix";
+    let v = v.trim();
+    // The value is shown only when it cannot hold a password.
+    let shown = if v.contains('@') {
+        String::new()
+    } else {
+        format!(", not {v:?}")
+    };
+    let Some(scheme) = scheme_of(v) else {
+        bail!("{name} must be an absolute URL starting with https:// (or http://), {FORM}{shown}");
+    };
+    if scheme != "https" && scheme != "http" {
+        bail!("{name} must be an https:// (or http://) URL, not {scheme}://; {FORM}");
+    }
+    // The WHATWG parser reads `https:///host` as `https://host/`: refused
+    // here rather than guessed at.
+    let after = &v[scheme.len() + 3..];
+    if after.is_empty() || after.starts_with(['/', '\\', '?', '#']) {
+        bail!("{name} has no host after {scheme}://; {FORM}");
+    }
+    let url = url::Url::parse(v).map_err(|e| anyhow!("{name} is not a URL ({e}); {FORM}"))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        bail!(
+            "{name} must not carry a user name or password: every link handed out would \
+             hold them"
+        );
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        bail!(
+            "{name} must not have a query (?…) or fragment (#…): links are made by appending \
+             a path to it{shown}"
+        );
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        bail!("{name} has no host; {FORM}");
+    }
+    Ok(url.as_str().trim_end_matches('/').to_owned())
 }
 
 fn check_amqp_prefix(name: &str, prefix: &str) -> anyhow::Result<String> {
@@ -711,8 +840,7 @@ fn parse_kinds(name: &str, list: &str) -> anyhow::Result<Vec<JobKind>> {
         .collect();
     if names.is_empty() {
         bail!(
-            "{name} (or --kinds) names no job kind; name some ({}), or leave it unset for every \
-             kind",
+            "{name} names no job kind; name some ({}), or leave it unset for every kind",
             all()
         );
     }
@@ -736,10 +864,28 @@ fn parse_log_format(name: &str, v: &str) -> anyhow::Result<bool> {
     }
 }
 
+/// `RUST_LOG`: what tracing's `EnvFilter` reads, except that a directive
+/// that is a bare word other than a level is refused. `EnvFilter` reads
+/// `warning` or `inf` as a target name (every level of a module called
+/// `warning`, nothing else), which silently turns off every other line; a
+/// target is named with its level, `sqlx=warn` (README, "Configuration").
 fn parse_log_filter(name: &str, v: &str) -> anyhow::Result<String> {
+    for directive in v.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let bare = !directive.contains(['=', '[']);
+        if bare
+            && directive
+                .parse::<tracing::level_filters::LevelFilter>()
+                .is_err()
+        {
+            bail!(
+                "{name}: {directive:?} is not a level: a level is off, error, warn, info, debug \
+                 or trace (a module's level is module=level), e.g. info,sqlx=warn"
+            );
+        }
+    }
     tracing_subscriber::EnvFilter::try_new(v)
         .map_err(|e| anyhow!("{name} is not a log filter ({e}), e.g. info,sqlx=warn"))?;
-    Ok(v.to_owned())
+    Ok(v.trim().to_owned())
 }
 
 /// The cores this process may use (the default hashing concurrency).
@@ -750,6 +896,49 @@ fn cores() -> usize {
 /// Every setting `binary` reads, from `source`; the settings of the other
 /// binaries keep their defaults. An error names every invalid variable.
 pub fn read(binary: Binary, source: &dyn Source) -> anyhow::Result<Settings> {
+    read_with(binary, source, true)
+}
+
+/// The key rings from their settings (with their `_FILE` forms); an error
+/// is kept in `r`, and the development keys stand in.
+fn read_keys(r: &mut Reader<'_>, app_env: Option<&str>) -> Keys {
+    let key_names = [
+        "DATA_ENCRYPTION_KEYS",
+        "DATA_ENCRYPTION_KEY",
+        "SSN_HASH_KEYS",
+        "SSN_HASH_KEY",
+    ];
+    let mut key_settings: HashMap<&str, String> = HashMap::new();
+    let mut key_sources: HashMap<&str, String> = HashMap::new();
+    for n in key_names {
+        if let Some((value, from)) = r.set_from(n) {
+            key_settings.insert(n, value);
+            key_sources.insert(n, from);
+        }
+    }
+    // A ring and its single key: refused here, naming the variables that
+    // were set (a `_FILE` form included); the ring alone is read on.
+    for (ring, single) in [
+        ("DATA_ENCRYPTION_KEYS", "DATA_ENCRYPTION_KEY"),
+        ("SSN_HASH_KEYS", "SSN_HASH_KEY"),
+    ] {
+        if let (Some(a), Some(b)) = (key_sources.get(ring), key_sources.get(single)) {
+            r.errors.push(format!("set {a} or {b}, not both"));
+            key_settings.remove(single);
+        }
+    }
+    match Keys::from_settings(app_env, |name| Ok(key_settings.get(name).cloned())) {
+        Ok(keys) => keys,
+        Err(e) => {
+            r.errors.push(format!("{e:#}"));
+            Keys::development()
+        }
+    }
+}
+
+/// [`read`]; `with_keys` false reads no key setting at all (for
+/// [`KeylessConfig`]), the development keys standing in.
+fn read_with(binary: Binary, source: &dyn Source, with_keys: bool) -> anyhow::Result<Settings> {
     let mut r = Reader {
         source,
         binary,
@@ -763,39 +952,40 @@ pub fn read(binary: Binary, source: &dyn Source) -> anyhow::Result<Settings> {
 
     let app_env = r.get("APP_ENV", |_, v| Ok(v.to_owned()));
     let production = !keys::is_development(app_env.as_deref());
-    let key_names = [
-        "DATA_ENCRYPTION_KEYS",
-        "DATA_ENCRYPTION_KEY",
-        "SSN_HASH_KEYS",
-        "SSN_HASH_KEY",
-    ];
-    let key_settings: HashMap<&str, String> = key_names
-        .into_iter()
-        .filter_map(|n| Some((n, r.set(n)?)))
-        .collect();
-    let keys = match Keys::from_settings(app_env.as_deref(), |name| {
-        Ok(key_settings.get(name).cloned())
-    }) {
-        Ok(keys) => keys,
-        Err(e) => {
-            r.errors.push(format!("{e:#}"));
-            Keys::development()
-        }
+    let keys = if with_keys {
+        read_keys(&mut r, app_env.as_deref())
+    } else {
+        Keys::development()
     };
 
     let bind_addr = r
         .get("BIND_ADDR", |n, v| {
-            v.trim()
-                .parse::<SocketAddr>()
-                .with_context(|| format!("{n} must be host:port, e.g. 127.0.0.1:8080"))
+            v.trim().parse::<SocketAddr>().map_err(|_| {
+                anyhow!(
+                    "{n} must be an IP address and port, e.g. 127.0.0.1:8080 or [::]:8080 \
+                         (not a host name such as localhost), not {v:?}"
+                )
+            })
         })
         .unwrap_or_else(|| ([127, 0, 0, 1], 8080).into());
     let public_base_url = r
-        .get("PUBLIC_BASE_URL", |_, v| Ok(v.trim().to_owned()))
-        .unwrap_or_else(|| format!("http://{bind_addr}"))
-        .trim_end_matches('/')
-        .to_owned();
+        .get("PUBLIC_BASE_URL", parse_public_base_url)
+        .unwrap_or_else(|| format!("http://{bind_addr}"));
 
+    // An empty value is unset for every other variable; an empty prefix
+    // would run this process on the default (shared) `i9` names, so it is
+    // refused (README, "Configuration").
+    let amqp_prefix = match source.get("AMQP_PREFIX") {
+        Some(v) if v.trim().is_empty() => {
+            r.errors.push(format!(
+                "AMQP_PREFIX is set but empty ({v:?}): it must be non-empty when set; unset, it \
+                 is i9, the default names other processes may share"
+            ));
+            None
+        }
+        _ => r.get("AMQP_PREFIX", check_amqp_prefix),
+    }
+    .unwrap_or_default();
     let config = Config {
         production,
         startup_timeout: r.secs("STARTUP_TIMEOUT_SECS"),
@@ -806,7 +996,7 @@ pub fn read(binary: Binary, source: &dyn Source) -> anyhow::Result<Settings> {
             })
             .unwrap_or(1),
         amqp_url: r.secret("AMQP_URL", check_amqp_url),
-        amqp_prefix: r.get("AMQP_PREFIX", check_amqp_prefix).unwrap_or_default(),
+        amqp_prefix,
         smtp_url: r.get("SMTP_URL", |_, v| Ok(SecretString::from(v.to_owned()))),
         smtp_ca_file: r.get("SMTP_CA_FILE", |_, v| Ok(PathBuf::from(v.trim()))),
         smtp_allow_plaintext_auth: r.boolean("SMTP_ALLOW_PLAINTEXT_AUTH"),
@@ -867,7 +1057,7 @@ pub fn read(binary: Binary, source: &dyn Source) -> anyhow::Result<Settings> {
     let set = (binary == Binary::Worker).then(|| source.get("WORKER_KINDS"));
     let kinds = match set.flatten() {
         Some(v) if !v.is_empty() && v.trim().is_empty() => {
-            if let Err(e) = parse_kinds("WORKER_KINDS", &v) {
+            if let Err(e) = parse_kinds(&label("WORKER_KINDS"), &v) {
                 r.errors.push(format!("{e:#}"));
             }
             None
@@ -928,6 +1118,52 @@ impl Config {
             Ok(settings) => settings.config,
             Err(e) => panic!("the test configuration does not read: {e:#}"),
         }
+    }
+}
+
+/// The settings of an `i9-admin` command that neither encrypts nor
+/// decrypts (`jobs`, `callbacks`): read without the keys, which it neither
+/// needs nor checks, so an operator can run it where the keys are not given
+/// (docs/operations.md, "The commands"). It gives the database and the
+/// broker, never a [`Config`]: no cipher can be made from it (the
+/// development keys stand in inside, out of reach).
+pub struct KeylessConfig {
+    config: Config,
+}
+
+impl KeylessConfig {
+    /// `i9-admin`'s settings from the environment, the keys left out.
+    pub fn from_env() -> anyhow::Result<Self> {
+        Self::read(&Env)
+    }
+
+    pub fn read(source: &dyn Source) -> anyhow::Result<Self> {
+        Ok(Self {
+            config: read_with(Binary::Admin, source, false)?.config,
+        })
+    }
+
+    pub fn log(&self) -> &LogSettings {
+        &self.config.log
+    }
+
+    pub fn amqp_url(&self) -> &SecretString {
+        &self.config.amqp_url
+    }
+
+    /// The exchange and queue names of `AMQP_PREFIX`.
+    pub fn topology(&self) -> crate::amqp::Topology {
+        crate::amqp::Topology::from_config(&self.config)
+    }
+
+    /// A pool that connects on first use ([`crate::db::connect_lazy`]).
+    pub fn database_lazy(&self) -> anyhow::Result<sqlx::PgPool> {
+        crate::db::connect_lazy(&self.config)
+    }
+
+    /// A pool, connected ([`crate::db::connect`]).
+    pub async fn database(&self) -> anyhow::Result<sqlx::PgPool> {
+        crate::db::connect(&self.config).await
     }
 }
 

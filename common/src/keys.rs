@@ -324,6 +324,13 @@ fn parse_ring(setting: &Setting, text: &str) -> anyhow::Result<Vec<(KeyId, Vec<u
                 KeyId::MAX
             ),
             Ok(id) => id,
+            // Digits only (the id is not secret): too large for an id.
+            Err(_) if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) => bail!(
+                "{}: entry {} has key id {id}, out of range: ids are 1 to {}",
+                setting.ring,
+                n + 1,
+                KeyId::MAX
+            ),
             Err(_) => bail!(
                 "{}: entry {} has no key id (a whole number from 1 to {})",
                 setting.ring,
@@ -490,6 +497,14 @@ mod tests {
                 "entry 1 has key id 0, but ids start at 1 (a whole number from 1 to 4294967295)",
             ),
             (format!("x:{K1}"), "entry 1 has no key id"),
+            (
+                format!("4294967296:{K1}"),
+                "entry 1 has key id 4294967296, out of range: ids are 1 to 4294967295",
+            ),
+            (
+                format!("2:{K2},99999999999999999999999:{K1}"),
+                "entry 2 has key id 99999999999999999999999, out of range",
+            ),
             (format!("1:{K1},1:{K2}"), "key id 1 appears twice"),
             (format!("1:{K1},2:{K1}"), "are the same key"),
             (

@@ -9,8 +9,10 @@
 //!
 //! A partner's signing secret is the file's only when the client is new:
 //! afterwards the stored one is kept unless the run rotates
-//! ([`Options::rotate_secrets`]), and a secret the client replaced is refused
-//! (docs/operations.md, "Rotating a partner's signing secret"). Outside
+//! ([`Options::rotate_secrets`]). A secret the client replaced is never made
+//! current again: a run that does not rotate keeps the stored one and says
+//! so (an old copy of the file still loads), a run that rotates to it is
+//! refused (docs/operations.md, "Rotating a partner's signing secret"). Outside
 //! development, [`check_for_production`] refuses the example organization's
 //! published credentials and weak passwords.
 
@@ -729,6 +731,9 @@ pub fn check_for_production(org: &OrgFile) -> Result<(), SeedError> {
 pub enum SecretNote {
     /// Kept the stored secret: the file's is not loaded without `--rotate-secrets`.
     Kept { client_id: String },
+    /// Kept the stored secret: the file's is one the client replaced (an
+    /// old copy of the file), which never becomes current again.
+    KeptReplaced { client_id: String },
     /// Rotated to the file's; each replaced secret that stops signing, and when.
     Rotated {
         client_id: String,
@@ -769,7 +774,9 @@ pub async fn load(
 
 /// [`load`] with `options`; also returns what it did with partners'
 /// differing signing secrets. A file secret equal to one of its client's
-/// replaced secrets is refused, and nothing is loaded.
+/// replaced secrets is never stored: the client keeps its current one
+/// ([`SecretNote::KeptReplaced`]); with `rotate_secrets`, or if the client
+/// has no stored secret to keep, it is refused and nothing is loaded.
 pub async fn load_with(
     pool: &PgPool,
     cipher: &DataCipher,
@@ -781,11 +788,26 @@ pub async fn load_with(
     let mut tx = pool.begin().await?;
     let mut out = Vec::new();
 
-    // A replaced secret may have leaked: it never becomes current again.
+    // A replaced secret may have leaked: it never becomes current again. A
+    // run that does not rotate keeps the stored secret (an old copy of the
+    // file, seeded again after a rotation); one that asks to rotate to it, or
+    // a client with no stored secret to keep, is refused.
     let mut refused = Vec::new();
+    let mut keep_replaced = HashSet::new();
     for (i, c) in org.clients.iter().enumerate() {
         let Some(int) = &c.integration else { continue };
         if signing_secrets::is_replaced(&mut tx, cipher, &c.client_id, &int.signing_secret).await? {
+            let stored = sqlx::query_scalar!(
+                r#"SELECT signing_secret_ciphertext IS NOT NULL AS "stored!" FROM oauth_clients
+                   WHERE client_id = $1"#,
+                &c.client_id,
+            )
+            .fetch_one(&mut *tx)
+            .await?;
+            if stored && !options.rotate_secrets {
+                keep_replaced.insert(c.client_id.as_str());
+                continue;
+            }
             refused.push(format!(
                 "clients[{i}].integration.signingSecret: {id} replaced this secret, and a replaced \
                  secret may have leaked, so it never becomes current again: write {id}'s current \
@@ -995,6 +1017,10 @@ pub async fn load_with(
                 if options.rotate_secrets {
                     replacement =
                         Some(cipher.encrypt(Purpose::SigningSecret, int.signing_secret.as_bytes()));
+                } else if keep_replaced.contains(c.client_id.as_str()) {
+                    notes.push(SecretNote::KeptReplaced {
+                        client_id: c.client_id.clone(),
+                    });
                 } else {
                     notes.push(SecretNote::Kept {
                         client_id: c.client_id.clone(),

@@ -9,6 +9,19 @@ use tracing_subscriber::{fmt, prelude::*, EnvFilter};
 
 use crate::config::LogSettings;
 
+/// The filter of `i9-api` and `i9-worker` when `RUST_LOG` is unset: `sqlx`
+/// at warn (each query at info is noise), and `lapin` off, since it logs at
+/// ERROR what our own code reports with its context (a refused login, a lost
+/// connection, a channel the broker closed) or what is expected (its own
+/// shutdown, a probe of a queue that is not there). README, "Configuration",
+/// and docs/operations.md, "Logs", say it as it is here.
+pub const SERVICES_DEFAULT_FILTER: &str = "info,sqlx=warn,lapin=off";
+
+/// The filter of `i9-admin` when `RUST_LOG` is unset: its commands print
+/// what they did themselves; lapin logs its connection teardown at exit as
+/// errors.
+pub const ADMIN_DEFAULT_FILTER: &str = "warn,lapin=off";
+
 /// Log as `settings` say, `default_filter` when `RUST_LOG` is unset.
 pub fn init(settings: &LogSettings, default_filter: &str) {
     let filter = settings

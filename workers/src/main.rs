@@ -93,14 +93,11 @@ impl Args {
 async fn main() -> ExitCode {
     let args = Args::parse();
     let settings = WorkerSettings::from_env(args.settings());
-    // lapin logs at ERROR what our own code reports (a lost connection, a
-    // channel the broker closed) or what is expected (a probe of a queue that
-    // is not there); RUST_LOG=lapin=debug brings it back.
     let log = settings
         .as_ref()
         .map(|(c, _)| c.log.clone())
         .unwrap_or_default();
-    telemetry::init(&log, "info,sqlx=warn,lapin=off");
+    telemetry::init(&log, telemetry::SERVICES_DEFAULT_FILTER);
     match async { run(settings?).await }.await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -280,6 +277,11 @@ mod tests {
             ),
             "{e}"
         );
+        // An option's value is refused naming the option.
+        let e = settings(&["i9-worker", "--prefetch", "0"], &[])
+            .unwrap_err()
+            .to_string();
+        assert_eq!(e, "WORKER_PREFETCH (or --prefetch) must be at least 1");
         for bad in [
             ["--job-max-attempts", "0"],
             ["--job-retry-base-secs", "0"],

@@ -90,7 +90,7 @@ fn a_prefix_length_out_of_range_is_named_as_such() {
 fn the_database_url_must_be_a_postgres_url() {
     for ok in [
         "postgres://u:p@db:5432/i9",
-        "postgresql://db/i9?sslmode=verify-full&sslrootcert=/etc/ca.pem",
+        "postgresql://db/i9?sslmode=verify-full",
         "POSTGRES://db/i9",
     ] {
         assert!(check_database_url(ok).is_ok(), "{ok}");
@@ -340,7 +340,7 @@ fn every_invalid_value_is_named_at_once_never_a_secrets_value() {
         "ACCESS_TOKEN_TTL_SECS must be a positive number of seconds",
         "ALLOW_PRIVATE_CALLBACKS must be true or false",
         "HTTP_MAX_CONNECTIONS must be at least 1",
-        "BIND_ADDR must be host:port",
+        "BIND_ADDR must be an IP address and port, e.g. 127.0.0.1:8080",
         "LOG_FORMAT must be text or json",
         "SIGN_IN_WINDOW_SECS is no longer read",
     ] {
@@ -483,5 +483,447 @@ fn smtp_urls_take_lettres_forms_and_keep_passwords_off_plain_connections() {
     assert!(
         e.contains("SMTP_CA_FILE is set but SMTP_URL uses no TLS"),
         "{e}"
+    );
+}
+
+#[test]
+fn the_public_base_url_is_an_absolute_http_url_that_links_are_appended_to() {
+    let dev = ("APP_ENV", "development");
+    for (value, base) in [
+        ("https://i9.example.com", "https://i9.example.com"),
+        (" https://i9.example.com/ ", "https://i9.example.com"),
+        ("https://example.com/i9/", "https://example.com/i9"),
+        ("https://example.com/i9//", "https://example.com/i9"),
+        (
+            "HTTP://I9.Example.com:8443/i9",
+            "http://i9.example.com:8443/i9",
+        ),
+        ("http://[::1]:8080", "http://[::1]:8080"),
+    ] {
+        for binary in [Binary::Api, Binary::Worker, Binary::Admin] {
+            let c = read(binary, &vars(&[dev, ("PUBLIC_BASE_URL", value)]))
+                .unwrap()
+                .config;
+            assert_eq!(c.public_base_url, base, "{value}");
+            assert_eq!(
+                crate::links::section1(&c.public_base_url, "tok"),
+                format!("{base}/i9/section1/tok"),
+                "{value}"
+            );
+        }
+    }
+    for (bad, expect) in [
+        (
+            "i9.example.com",
+            "must be an absolute URL starting with https:// (or http://), e.g. https://i9.example.com, or https://example.com/i9 under a path prefix, not \"i9.example.com\"",
+        ),
+        ("ftp://i9.example.com", "must be an https:// (or http://) URL, not ftp://"),
+        ("https://", "has no host after https://"),
+        ("https:///i9.example.com", "has no host after https://"),
+        ("https://:443", "is not a URL (empty host)"),
+        ("https://u:pw@i9.example.com", "must not carry a user name or password"),
+        ("https://u@i9.example.com", "must not carry a user name or password"),
+        ("https://i9.example.com?x=1", "must not have a query (?…) or fragment (#…)"),
+        ("https://i9.example.com/?", "must not have a query"),
+        ("https://i9.example.com/i9#top", "or fragment (#…)"),
+    ] {
+        let e = read_err(Binary::Api, &[dev, ("PUBLIC_BASE_URL", bad)]);
+        assert!(
+            e.starts_with("PUBLIC_BASE_URL ") && e.contains(expect),
+            "{bad}: {e}"
+        );
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(!e.contains("pw"), "{e}");
+    }
+}
+
+#[test]
+fn a_log_filter_word_that_is_not_a_level_is_refused_not_read_as_a_target() {
+    let dev = ("APP_ENV", "development");
+    for ok in [
+        "info",
+        "WARN",
+        " Debug ",
+        "off",
+        "error,sqlx=warn",
+        "info,lapin=off,i9_api=debug",
+        "warn,[request]=info",
+        "i9_common::relay=trace,",
+    ] {
+        let c = read(Binary::Worker, &vars(&[dev, ("RUST_LOG", ok)]))
+            .unwrap()
+            .config;
+        assert_eq!(c.log.filter.as_deref(), Some(ok.trim()), "{ok}");
+    }
+    for (bad, word) in [
+        ("warning", "warning"),
+        ("inf", "inf"),
+        ("loud", "loud"),
+        ("sqlx=warn, Verbose", "Verbose"),
+    ] {
+        for binary in [Binary::Api, Binary::Worker, Binary::Admin] {
+            let e = read_err(binary, &[dev, ("RUST_LOG", bad)]);
+            assert_eq!(
+                e,
+                format!(
+                    "RUST_LOG: {word:?} is not a level: a level is off, error, warn, info, \
+                     debug or trace (a module's level is module=level), e.g. info,sqlx=warn"
+                ),
+                "{bad}"
+            );
+        }
+    }
+    // What EnvFilter itself cannot read is refused as before.
+    let e = read_err(Binary::Api, &[dev, ("RUST_LOG", "sqlx=loud")]);
+    assert!(e.starts_with("RUST_LOG is not a log filter"), "{e}");
+}
+
+#[test]
+fn the_default_log_filters_are_those_the_docs_and_compose_say() {
+    use crate::telemetry::{ADMIN_DEFAULT_FILTER, SERVICES_DEFAULT_FILTER};
+    let services = format!("`{SERVICES_DEFAULT_FILTER}`");
+    let admin = format!("`{ADMIN_DEFAULT_FILTER}`");
+    for filter in [SERVICES_DEFAULT_FILTER, ADMIN_DEFAULT_FILTER] {
+        assert_eq!(parse_log_filter("RUST_LOG", filter).unwrap(), filter);
+    }
+    let spec = VARS.iter().find(|v| v.name == "RUST_LOG").unwrap();
+    assert_eq!(
+        spec.default,
+        Computed("info,sqlx=warn,lapin=off; i9-admin: warn,lapin=off")
+    );
+    let Computed(text) = spec.default else {
+        unreachable!()
+    };
+    assert!(
+        text.starts_with(SERVICES_DEFAULT_FILTER) && text.ends_with(ADMIN_DEFAULT_FILTER),
+        "{text}"
+    );
+    let readme = include_str!("../../../README.md");
+    let row = readme
+        .lines()
+        .find(|l| l.starts_with("| `RUST_LOG`"))
+        .unwrap();
+    let default = row.split('|').nth(2).unwrap();
+    assert!(
+        default.contains(&services) && default.contains(&admin),
+        "{default}"
+    );
+    let operations = include_str!("../../../docs/operations.md");
+    let logs = operations.split("\n## Logs").nth(1).unwrap();
+    assert!(logs.contains(&services) && logs.contains(&admin));
+    // The local stack runs on the default: a RUST_LOG there that turned
+    // lapin back on would log its shutdown as ERROR lines.
+    let compose = include_str!("../../../docker-compose.yml");
+    for line in compose.lines().map(str::trim) {
+        if line.starts_with('#') || !line.contains("RUST_LOG") {
+            continue;
+        }
+        let value = line
+            .split_once(':')
+            .map(|(_, v)| v.trim().trim_matches('"'))
+            .unwrap_or_default();
+        assert_eq!(value, SERVICES_DEFAULT_FILTER, "docker-compose.yml: {line}");
+    }
+}
+
+#[test]
+fn a_secret_set_both_as_a_value_and_as_a_file_is_refused_naming_both() {
+    let dir = std::env::temp_dir().join(format!("i9-config-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir(&dir).unwrap();
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let hash_file = file("hash", &format!("3:{K2}\n"));
+    let data_file = file("data", &format!("2:{K1}\n"));
+    let url_file = file("url", "postgres://i9:hunter2@db/i9\n");
+    let dev = ("APP_ENV", "development");
+    for (pairs, expect) in [
+        (
+            vec![
+                dev,
+                ("DATABASE_URL", "postgres://db/i9"),
+                ("DATABASE_URL_FILE", "/nonexistent/i9-db-url"),
+            ],
+            "set DATABASE_URL or DATABASE_URL_FILE, not both",
+        ),
+        (
+            vec![
+                dev,
+                ("DATABASE_URL", "postgres://db/i9"),
+                ("DATABASE_URL_FILE", url_file.as_str()),
+            ],
+            "set DATABASE_URL or DATABASE_URL_FILE, not both",
+        ),
+        (
+            vec![
+                dev,
+                ("SSN_HASH_KEYS", &format!("1:{K1}")),
+                ("SSN_HASH_KEYS_FILE", hash_file.as_str()),
+            ],
+            "set SSN_HASH_KEYS or SSN_HASH_KEYS_FILE, not both",
+        ),
+        // A ring and its single key, as files or not: the variables set are named.
+        (
+            vec![
+                dev,
+                ("DATA_ENCRYPTION_KEYS_FILE", data_file.as_str()),
+                ("DATA_ENCRYPTION_KEY", K2),
+            ],
+            "set DATA_ENCRYPTION_KEYS_FILE or DATA_ENCRYPTION_KEY, not both",
+        ),
+        (
+            vec![
+                dev,
+                ("SSN_HASH_KEYS", &format!("1:{K1}")),
+                ("SSN_HASH_KEY_FILE", hash_file.as_str()),
+            ],
+            "set SSN_HASH_KEYS or SSN_HASH_KEY_FILE, not both",
+        ),
+        (
+            vec![
+                dev,
+                ("SSN_HASH_KEYS", &format!("1:{K1}")),
+                ("SSN_HASH_KEY", K2),
+            ],
+            "set SSN_HASH_KEYS or SSN_HASH_KEY, not both",
+        ),
+    ] {
+        for binary in [Binary::Api, Binary::Worker, Binary::Admin] {
+            let e = read_err(binary, &pairs);
+            assert_eq!(e, expect, "{pairs:?}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_empty_amqp_prefix_is_refused_not_read_as_the_default() {
+    let dev = ("APP_ENV", "development");
+    for empty in ["", "  "] {
+        for binary in [Binary::Api, Binary::Worker, Binary::Admin] {
+            let e = read_err(binary, &[dev, ("AMQP_PREFIX", empty)]);
+            assert!(
+                e.starts_with(&format!("AMQP_PREFIX is set but empty ({empty:?})"))
+                    && e.contains("it must be non-empty when set"),
+                "{binary:?} {empty:?}: {e}"
+            );
+        }
+    }
+    let c = read(Binary::Worker, &vars(&[dev, ("AMQP_PREFIX", "i9-blue")]))
+        .unwrap()
+        .config;
+    assert_eq!(c.amqp_prefix, "i9-blue");
+    // Every other variable: empty is unset.
+    let c = read(
+        Binary::Worker,
+        &vars(&[dev, ("DATABASE_MAX_CONNECTIONS", ""), ("MAIL_DIR", " ")]),
+    )
+    .unwrap()
+    .config;
+    assert_eq!(c.database_max_connections, 20);
+    assert_eq!(c.mail_dir, PathBuf::from("mail-out"));
+}
+
+#[test]
+fn a_certificate_file_the_database_url_names_must_be_readable() {
+    let dir = std::env::temp_dir().join(format!("i9-config-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir(&dir).unwrap();
+    let ca = dir.join("ca.pem");
+    std::fs::write(
+        &ca,
+        "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
+    let ca = ca.to_str().unwrap();
+    let folder = dir.to_str().unwrap();
+    let base = "postgres://i9:hunter2@db.internal:5432/i9?sslmode=verify-full";
+    for ok in [
+        format!("{base}&sslrootcert={ca}"),
+        format!("{base}&sslrootcert={ca}&sslcert={ca}&sslkey={ca}"),
+        base.to_owned(),
+        "postgres://db/i9?sslrootcert=-----BEGIN%20CERTIFICATE-----x-----END%20CERTIFICATE-----"
+            .to_owned(),
+    ] {
+        assert!(check_database_url(&ok).is_ok(), "{ok}");
+    }
+    for (url, expect) in [
+        (
+            format!("{base}&sslrootcert=/nonexistent.pem"),
+            "DATABASE_URL: sslrootcert=/nonexistent.pem cannot be read (No such file or directory",
+        ),
+        (
+            format!("{base}&sslrootcert={ca}&sslkey=/nonexistent/key.pem"),
+            "DATABASE_URL: sslkey=/nonexistent/key.pem cannot be read",
+        ),
+        (
+            format!("{base}&ssl-ca={folder}"),
+            &format!("DATABASE_URL: ssl-ca={folder} cannot be read (Is a directory"),
+        ),
+    ] {
+        let e = check_database_url(&url).unwrap_err().to_string();
+        assert!(
+            e.starts_with(expect)
+                && e.ends_with(
+                    "name a readable PEM file (docs/operations.md, \"TLS to Postgres\")"
+                ),
+            "{url}: {e}"
+        );
+        assert!(!e.contains("hunter2") && !e.contains("db.internal"), "{e}");
+    }
+    // Read with the rest, at start.
+    let e = read_err(
+        Binary::Api,
+        &[
+            ("APP_ENV", "development"),
+            (
+                "DATABASE_URL",
+                &format!("{base}&sslrootcert=/nonexistent.pem"),
+            ),
+        ],
+    );
+    assert!(
+        e.starts_with("DATABASE_URL: sslrootcert=/nonexistent.pem cannot be read"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_keyless_configuration_reads_no_key_and_checks_the_rest() {
+    // Outside development, without keys: read all the same.
+    let c = KeylessConfig::read(&vars(&[("AMQP_PREFIX", "i9-blue")])).unwrap();
+    assert_eq!(c.topology().dead_letter_queue(), "i9-blue.dead");
+    assert_eq!(c.amqp_url().expose_secret(), DEFAULT_AMQP_URL);
+    // A key that does not read is not looked at; everything else is.
+    let e = KeylessConfig::read(&vars(&[
+        ("DATA_ENCRYPTION_KEY", "not a key"),
+        ("AMQP_URL", "http://guest:hunter3@mq"),
+    ]))
+    .err()
+    .unwrap()
+    .to_string();
+    assert_eq!(
+        e,
+        "AMQP_URL must be an amqp:// or amqps:// URL, not http://"
+    );
+    // The full read needs them.
+    assert!(read_err(Binary::Admin, &[]).contains("no keys: set DATA_ENCRYPTION_KEYS"));
+}
+
+/// The README's table says which binaries read a variable as [`VARS`] does:
+/// its meaning starts "`i9-api` only: ", "`i9-worker` only: " or "`i9-api`
+/// and `i9-worker` only: ", or with none of these when every binary reads
+/// it. (The test of the names and defaults above never looked at this.)
+#[test]
+fn the_readme_table_marks_which_binaries_read_each_variable() {
+    let readme = include_str!("../../../README.md");
+    let table = readme
+        .split("## Configuration")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .unwrap();
+    let marker = |readers: Readers| match readers {
+        Readers::All => None,
+        Readers::Api => Some("`i9-api` only: "),
+        Readers::Worker => Some("`i9-worker` only: "),
+        Readers::Services => Some("`i9-api` and `i9-worker` only: "),
+    };
+    let mut wrong = Vec::new();
+    for line in table.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let meaning = cells[3];
+        if meaning.starts_with("Tests only") {
+            continue;
+        }
+        let names: Vec<&str> = cells[1].split('`').skip(1).step_by(2).collect();
+        for name in names {
+            let Some(v) = VARS.iter().find(|v| v.name == name) else {
+                continue;
+            };
+            let ok = match marker(v.readers) {
+                Some(m) => meaning.starts_with(m),
+                None => !meaning.starts_with("`i9-"),
+            };
+            if !ok {
+                wrong.push(format!(
+                    "{name} ({:?}): {}",
+                    v.readers,
+                    marker(v.readers).unwrap_or("no marker")
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "README's markers:\n{}", wrong.join("\n"));
+}
+
+#[test]
+fn messages_name_the_option_an_address_and_the_case_rule() {
+    let dev = ("APP_ENV", "development");
+    // A value given as an option: the error names it beside its variable.
+    let args = WithArgs {
+        args: vec![("WORKER_PREFETCH", "0".into())],
+        rest: &vars(&[dev]),
+    };
+    let e = format!("{:#}", read(Binary::Worker, &args).unwrap_err());
+    assert_eq!(e, "WORKER_PREFETCH (or --prefetch) must be at least 1");
+    let e = read_err(Binary::Worker, &[dev, ("JOB_MAX_ATTEMPTS", "0")]);
+    assert_eq!(
+        e,
+        "JOB_MAX_ATTEMPTS (or --job-max-attempts) must be at least 1"
+    );
+    let e = read_err(
+        Binary::Worker,
+        &[
+            dev,
+            ("JOB_RETRY_BASE_SECS", "10"),
+            ("JOB_RETRY_CAP_SECS", "2"),
+        ],
+    );
+    assert_eq!(
+        e,
+        "JOB_RETRY_BASE_SECS (10) must not exceed JOB_RETRY_CAP_SECS (2) (or \
+         --job-retry-base-secs and --job-retry-cap-secs)"
+    );
+    let e = read_err(Binary::Api, &[dev, ("API_NO_RELAY", "maybe")]);
+    assert!(
+        e.starts_with("API_NO_RELAY (or --no-relay) must be true or false"),
+        "{e}"
+    );
+    // A variable without an option: its name alone.
+    let e = read_err(Binary::Api, &[dev, ("HTTP_MAX_CONNECTIONS", "0")]);
+    assert_eq!(e, "HTTP_MAX_CONNECTIONS must be at least 1");
+    // A host name is not an address.
+    for bad in ["localhost:8095", "i9.internal:80", "127.0.0.1"] {
+        let e = read_err(Binary::Api, &[dev, ("BIND_ADDR", bad)]);
+        assert_eq!(
+            e,
+            format!(
+                "BIND_ADDR must be an IP address and port, e.g. 127.0.0.1:8080 or [::]:8080 (not \
+                 a host name such as localhost), not {bad:?}"
+            )
+        );
+    }
+    let c = read(Binary::Api, &vars(&[dev, ("BIND_ADDR", "[::1]:8095")]))
+        .unwrap()
+        .config;
+    assert_eq!(c.bind_addr, "[::1]:8095".parse().unwrap());
+    // Words are read in any case (README, "Configuration").
+    for (format, json) in [("JSON", true), ("Text", false), (" json ", true)] {
+        let c = read(Binary::Api, &vars(&[dev, ("LOG_FORMAT", format)]))
+            .unwrap()
+            .config;
+        assert_eq!(c.log.json, json, "{format}");
+    }
+    // A key id too large for an id says so.
+    let e = read_err(
+        Binary::Admin,
+        &[dev, ("DATA_ENCRYPTION_KEYS", &format!("4294967296:{K1}"))],
+    );
+    assert_eq!(
+        e,
+        "DATA_ENCRYPTION_KEYS: entry 1 has key id 4294967296, out of range: ids are 1 to \
+         4294967295"
     );
 }

@@ -53,6 +53,61 @@ async fn metrics_count_requests_by_route() {
     assert!(text.contains(r#"path="/v1/roles""#));
 }
 
+/// `i9_api::ROUTES` (each route's template, under which
+/// `i9_request_timeouts_total` is listed from the start) names routes as
+/// the router matches them, and misses none of the OpenAPI document's.
+#[tokio::test]
+async fn the_list_of_routes_is_the_routers() {
+    let app = spawn_app().await;
+    let filled = |template: &str| {
+        template
+            .split('/')
+            .map(|seg| if seg.starts_with('{') { "1" } else { seg })
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    for route in i9_api::ROUTES {
+        // No route answers OPTIONS: a 405 shows the path matched a route.
+        let r = app
+            .http
+            .request(reqwest::Method::OPTIONS, app.url(&filled(route)))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 405, "{route}");
+    }
+    let text = app
+        .http
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for route in i9_api::ROUTES {
+        // Matched under this very template.
+        assert!(
+            text.contains(&format!(
+                r#"http_requests_total{{method="OPTIONS",path="{route}",status="405"}}"#
+            )),
+            "{route}: {text}"
+        );
+    }
+    let shape = |template: &str| {
+        template
+            .split('/')
+            .map(|seg| if seg.starts_with('{') { "{}" } else { seg })
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    let listed: Vec<String> = i9_api::ROUTES.iter().map(|r| shape(r)).collect();
+    let doc = serde_json::to_value(i9_api::routes::openapi::document()).unwrap();
+    for path in doc["paths"].as_object().unwrap().keys() {
+        assert!(listed.contains(&shape(path)), "{path} is not in ROUTES");
+    }
+}
+
 #[tokio::test]
 async fn every_response_carries_a_request_id_and_errors_are_problems() {
     let app = spawn_app().await;
