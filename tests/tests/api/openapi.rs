@@ -3,7 +3,10 @@
 
 use std::collections::BTreeSet;
 
-use i9_api::routes::{eins, employees, groups, i9s, openapi, roles, users};
+use i9_api::{
+    list::FilterSpec,
+    routes::{eins, employees, groups, i9s, openapi, roles, users},
+};
 use i9_tests::{spawn_app, ADMIN};
 use serde_json::Value;
 
@@ -71,23 +74,81 @@ fn documented_query_parameters_are_exactly_the_accepted_ones() {
             })
             .unwrap_or_default()
     };
-    let accepted = |specs: &[i9_api::list::FilterSpec]| -> BTreeSet<String> {
+    let accepted = |specs: &[FilterSpec]| -> BTreeSet<String> {
         specs
             .iter()
             .map(|s| s.name.to_owned())
             .chain(["page".to_owned(), "page_size".to_owned()])
             .collect()
     };
-    assert_eq!(documented("/v1/employees"), accepted(employees::FILTERS));
-    assert_eq!(documented("/v1/i9s"), accepted(i9s::FILTERS));
-    assert_eq!(documented("/v1/eins"), accepted(eins::FILTERS));
-    assert_eq!(documented("/v1/groups"), accepted(groups::FILTERS));
-    assert_eq!(
-        documented("/v1/groups/{id}/users"),
-        accepted(groups::USER_FILTERS)
+    for (path, specs) in COLLECTIONS {
+        assert_eq!(documented(path), accepted(specs), "{path}");
+    }
+}
+
+/// Every collection: its path and the filters its handler accepts.
+const COLLECTIONS: [(&str, &[FilterSpec]); 7] = [
+    ("/v1/employees", employees::FILTERS),
+    ("/v1/i9s", i9s::FILTERS),
+    ("/v1/eins", eins::FILTERS),
+    ("/v1/groups", groups::FILTERS),
+    ("/v1/groups/{id}/users", groups::USER_FILTERS),
+    ("/v1/users", users::FILTERS),
+    ("/v1/roles", roles::FILTERS),
+];
+
+/// Every date filter is documented as the body dates are: the pattern of
+/// `YYYY-MM-DD` or `MM/DD/YYYY` in the years 1900 to 2099, and no
+/// `format: date` (which refuses `MM/DD/YYYY`); and no parameter of the
+/// document is a `format: date` string (HR trial: `dateOfBirth`,
+/// `startDate` and `i9Expiration` were).
+#[test]
+fn every_date_parameter_carries_the_date_pattern() {
+    use i9_api::list::FilterKind;
+    use i9_common::domain::fields::date_pattern;
+    let doc = serde_json::to_value(openapi::document()).unwrap();
+    let mut dates = 0;
+    for (path, specs) in COLLECTIONS {
+        for spec in specs
+            .iter()
+            .filter(|s| matches!(s.kind, FilterKind::Date(_)))
+        {
+            let param = doc["paths"][path]["get"]["parameters"]
+                .as_array()
+                .and_then(|a| a.iter().find(|p| p["name"] == spec.name))
+                .unwrap_or_else(|| panic!("{path}: {} documented", spec.name));
+            let schema = &param["schema"];
+            assert_eq!(schema["type"], "string", "{path} {}", spec.name);
+            assert_eq!(
+                schema["pattern"].as_str(),
+                Some(date_pattern().as_str()),
+                "{path} {}: the date pattern",
+                spec.name
+            );
+            assert!(
+                schema.get("format").is_none(),
+                "{path} {}: no format ({schema})",
+                spec.name
+            );
+            dates += 1;
+        }
+    }
+    assert!(
+        dates >= 3,
+        "dateOfBirth, startDate and i9Expiration at least"
     );
-    assert_eq!(documented("/v1/users"), accepted(users::FILTERS));
-    assert_eq!(documented("/v1/roles"), accepted(roles::FILTERS));
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            for param in op["parameters"].as_array().into_iter().flatten() {
+                let format = param["schema"]["format"].as_str().unwrap_or_default();
+                assert!(
+                    !format.starts_with("date"),
+                    "{method} {path} {}: format {format}, not the date pattern",
+                    param["name"]
+                );
+            }
+        }
+    }
 }
 
 /// Links and tools name operations by `operationId`: two operations under one
