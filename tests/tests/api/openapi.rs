@@ -243,3 +243,161 @@ fn the_date_and_ssn_patterns_are_the_parsers_rules() {
         assert_eq!(ssn.is_match(s), Ssn::parse(s.trim()).is_ok(), "ssn {s:?}");
     }
 }
+
+/// What the document says of email addresses (`EMAIL_RULES`, in each email
+/// field's description, and `EMAIL_PATTERN`) is what the server's parser
+/// does: every address it accepts matches the pattern, and each rule
+/// refuses what it says it refuses.
+#[test]
+fn the_email_rules_are_the_parsers() {
+    use i9_common::domain::fields::{Email, EMAIL_PATTERN};
+    let pattern = regex::Regex::new(EMAIL_PATTERN).unwrap();
+    let ok = |s: &str| Email::<255>::parse(s).is_ok();
+    for s in [
+        "ana@example.com".to_owned(),
+        " ana@example.com\t".to_owned(),
+        "jörg@bücher.de".to_owned(),
+        "ana.müller@example.de".to_owned(),
+        format!("{}@example.com", "a".repeat(64)),
+        format!("ana@{}.com", "b".repeat(63)),
+        // 32 characters, 64 bytes.
+        format!("{}@example.com", "é".repeat(32)),
+        // A domain of 254 bytes.
+        format!("a@{}.de", vec!["ü".repeat(31); 4].join(".")),
+    ] {
+        assert!(ok(&s), "{s:?} accepted");
+        assert!(pattern.is_match(&s), "{s:?} matches the pattern");
+    }
+    for s in [
+        "ana@localhost".to_owned(),
+        "ana@example".to_owned(),
+        format!("{}@example.com", "a".repeat(65)),
+        // 33 characters, 66 bytes.
+        format!("{}@example.com", "é".repeat(33)),
+        format!("ana@{}.com", "b".repeat(64)),
+        // A domain of 258 bytes in 134 characters.
+        format!("a@{}.de", vec![format!("{}b", "ü".repeat(31)); 4].join(".")),
+        "ana@-example.com".to_owned(),
+        "ana@example-.com".to_owned(),
+        "€@example.com".to_owned(),
+        "ana@exa€mple.com".to_owned(),
+        "\u{1F600}@example.com".to_owned(),
+        "ana example.com".to_owned(),
+    ] {
+        assert!(!ok(&s), "{s:?} refused");
+    }
+    // The blank branch's, not the address's: the two are exclusive.
+    for blank in ["", " ", "\t\n"] {
+        assert!(!pattern.is_match(blank), "{blank:?} does not match");
+    }
+}
+
+/// Whether `schema` accepts `value` (a blank string or null), reading only
+/// what decides that for such a value: `$ref`, `type`, `enum`, `pattern`,
+/// `minLength` and the combinators. `format` is not asserted, as JSON Schema
+/// validators by default do not assert it.
+fn accepts(doc: &Value, schema: &Value, value: &Value) -> bool {
+    if let Some(r) = schema["$ref"].as_str() {
+        let name = r.trim_start_matches("#/components/schemas/");
+        return accepts(doc, &doc["components"]["schemas"][name], value);
+    }
+    let type_ok = match &schema["type"] {
+        Value::Null => true,
+        Value::String(t) => json_type(value) == t,
+        Value::Array(ts) => ts.iter().any(|t| t == json_type(value)),
+        other => panic!("type {other}"),
+    };
+    let enum_ok = schema["enum"]
+        .as_array()
+        .is_none_or(|choices| choices.contains(value));
+    let string_ok = match value.as_str() {
+        None => true,
+        Some(s) => {
+            schema["pattern"]
+                .as_str()
+                .is_none_or(|p| regex::Regex::new(p).unwrap().is_match(s))
+                && schema["minLength"]
+                    .as_u64()
+                    .is_none_or(|min| s.chars().count() as u64 >= min)
+        }
+    };
+    let all = |k: &str| {
+        schema[k]
+            .as_array()
+            .is_none_or(|a| a.iter().all(|s| accepts(doc, s, value)))
+    };
+    let any = |k: &str| {
+        schema[k]
+            .as_array()
+            .is_none_or(|a| a.iter().any(|s| accepts(doc, s, value)))
+    };
+    let one = schema["oneOf"]
+        .as_array()
+        .is_none_or(|a| a.iter().filter(|s| accepts(doc, s, value)).count() == 1);
+    type_ok && enum_ok && string_ok && all("allOf") && any("anyOf") && one
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::String(_) => "string",
+        _ => unreachable!("only blank strings and null are probed"),
+    }
+}
+
+/// Every `oneOf` of the document, wherever it is.
+fn one_ofs<'a>(at: String, schema: &'a Value, out: &mut Vec<(String, &'a Vec<Value>)>) {
+    match schema {
+        Value::Object(o) => {
+            if let Some(Value::Array(branches)) = o.get("oneOf") {
+                out.push((at.clone(), branches));
+            }
+            for (k, v) in o {
+                one_ofs(format!("{at}/{k}"), v, out);
+            }
+        }
+        Value::Array(a) => {
+            for (i, v) in a.iter().enumerate() {
+                one_ofs(format!("{at}/{i}"), v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A field of a body is `oneOf` its value, null and a blank string (null
+/// too): a blank string or null must match exactly one branch, or the
+/// document calls valid input invalid (HR trial: `""` in an email field
+/// matched both the address's branch, `format` not asserted, and the blank
+/// one). So no branch but the blank one accepts a blank string, and no
+/// branch but the null one accepts null.
+#[test]
+fn one_of_branches_never_both_take_a_blank_string_or_null() {
+    let doc = serde_json::to_value(openapi::document()).unwrap();
+    let mut all = Vec::new();
+    one_ofs(String::new(), &doc, &mut all);
+    assert!(all.len() > 20, "the body fields' oneOfs are found");
+    let blank_run: String = [
+        "\t", "\n", "\u{b}", "\u{c}", "\r", " ", "\u{85}", "\u{a0}", "\u{1680}", "\u{2000}",
+        "\u{200a}", "\u{2028}", "\u{2029}", "\u{202f}", "\u{205f}", "\u{3000}",
+    ]
+    .concat();
+    let probes = [
+        Value::Null,
+        Value::from(""),
+        Value::from(" "),
+        Value::from("\t\n"),
+        Value::from(blank_run),
+    ];
+    for (at, branches) in all {
+        for probe in &probes {
+            let taking: Vec<usize> = (0..branches.len())
+                .filter(|&i| accepts(&doc, &branches[i], probe))
+                .collect();
+            assert!(
+                taking.len() <= 1,
+                "{at}: {probe:?} matches branches {taking:?} of the oneOf"
+            );
+        }
+    }
+}
