@@ -35,7 +35,7 @@ use crate::{auth::Caller, error};
         openapi_json,
     ),
     components(schemas(error::Problem, error::FieldError)),
-    modifiers(&Security, &ClosedBodies)
+    modifiers(&Security, &ClosedBodies, &BodyRefusals)
 )]
 pub struct ApiDoc;
 
@@ -72,14 +72,7 @@ impl Modify for ClosedBodies {
         };
         let mut names = std::collections::BTreeSet::new();
         for item in openapi.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.patch,
-                &mut item.delete,
-            ];
-            for op in operations.into_iter().flatten() {
+            for op in operations(item) {
                 let Some(body) = &mut op.request_body else {
                     continue;
                 };
@@ -140,6 +133,74 @@ impl Modify for ClosedBodies {
             }
         }
     }
+}
+
+/// The refusals of a body, listed here for every operation that reads one,
+/// so that no route can leave them out: 413 (problem details) for a body
+/// over [`crate::BODY_LIMIT`], which `DefaultBodyLimit` refuses before any
+/// handler (`api/src/lib.rs`, its answer made problem details by
+/// `middleware::problem_details`), and, for a JSON body, 415 for another
+/// media type (`crate::body::json_object`). A route may list its own.
+struct BodyRefusals;
+
+impl Modify for BodyRefusals {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            for op in operations(item) {
+                let Some(body) = &op.request_body else {
+                    continue;
+                };
+                let json = body.content.keys().any(|media| media.contains("json"));
+                let responses = &mut op.responses.responses;
+                responses.entry("413".to_owned()).or_insert_with(|| {
+                    problem_response(&format!(
+                        "The body is larger than {} KiB",
+                        crate::BODY_LIMIT / 1024
+                    ))
+                });
+                if json {
+                    responses.entry("415".to_owned()).or_insert_with(|| {
+                        problem_response(
+                            "The body is not sent as JSON (`application/json` or another `application/*+json`)",
+                        )
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// A response of problem details (`error::Problem`).
+fn problem_response(description: &str) -> RefOr<utoipa::openapi::Response> {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/problem+json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("Problem")))
+                .build(),
+        )
+        .build()
+        .into()
+}
+
+/// The operations of a path.
+fn operations(
+    item: &mut utoipa::openapi::PathItem,
+) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.patch,
+        &mut item.delete,
+        &mut item.head,
+        &mut item.options,
+        &mut item.trace,
+    ]
+    .into_iter()
+    .flatten()
 }
 
 fn is_null(schema: &RefOr<Schema>) -> bool {

@@ -7,7 +7,7 @@ use i9_api::{
     list::FilterSpec,
     routes::{eins, employees, groups, i9s, openapi, roles, users},
 };
-use i9_tests::{spawn_app, ADMIN};
+use i9_tests::{spawn_app, ADMIN, ATS_BOT};
 use serde_json::Value;
 
 #[tokio::test]
@@ -400,4 +400,79 @@ fn one_of_branches_never_both_take_a_blank_string_or_null() {
             );
         }
     }
+}
+
+/// Every operation that takes a body lists 413 (a body over 256 KiB) and,
+/// when the body is JSON, 415 (another media type), both as problem
+/// details; and the server answers so (HR trial: `PATCH /v1/employees/{id}`
+/// and the partner operation did not list 413).
+#[tokio::test]
+async fn every_operation_with_a_body_lists_413_and_415_and_answers_them() {
+    let doc = serde_json::to_value(openapi::document()).unwrap();
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let partner = app
+        .sign_in_with(("greenhouse-ats", "ats-secret-change-me"), ATS_BOT, None)
+        .await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Records the routes find, as some look theirs up before the body.
+    let employee = app.employee_id("EMP-1001").await;
+    let i9 = app.insert_i9(employee, "Signed Sec 1").await;
+    let mut bodies = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let Some(content) = op["requestBody"]["content"].as_object() else {
+                continue;
+            };
+            bodies += 1;
+            let media = content.keys().next().unwrap().clone();
+            let json = content.keys().any(|m| m.contains("json"));
+            let mut refusals = vec![(413, media.clone(), vec![b'x'; i9_api::BODY_LIMIT + 1])];
+            if json {
+                refusals.push((415, "text/plain".to_owned(), b"{}".to_vec()));
+            }
+            let id = if path.starts_with("/v1/i9s/") {
+                i9
+            } else {
+                employee
+            };
+            let url = app.url(&path.replace("{id}", &id.to_string()));
+            let token = if path.starts_with("/v1/partners/") {
+                &partner
+            } else {
+                &admin
+            };
+            let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            for (status, media, body) in refusals {
+                let listed = &op["responses"][status.to_string()]["content"];
+                assert!(
+                    listed["application/problem+json"].is_object(),
+                    "{method} {path}: {status} listed as problem details ({listed})"
+                );
+                let r = app
+                    .http
+                    .request(method.clone(), &url)
+                    .bearer_auth(token)
+                    .header("content-type", &media)
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status().as_u16(), status, "{method} {path} ({media})");
+                assert!(
+                    r.headers()["content-type"]
+                        .to_str()
+                        .unwrap()
+                        .starts_with("application/problem+json"),
+                    "{method} {path}: {status} is problem details"
+                );
+            }
+        }
+    }
+    assert!(
+        bodies >= 6,
+        "the token, two employee writes, partner, section2, park"
+    );
 }
