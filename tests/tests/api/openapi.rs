@@ -476,3 +476,168 @@ async fn every_operation_with_a_body_lists_413_and_415_and_answers_them() {
         "the token, two employee writes, partner, section2, park"
     );
 }
+
+/// The headers each response declares, `(name, required)`.
+fn declared_headers(response: &Value) -> BTreeSet<(String, bool)> {
+    response["headers"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(name, h)| (name.clone(), h["required"] == true))
+        .collect()
+}
+
+/// The response headers of the document (HR trial: none were declared):
+/// `Location` on every 201, `idempotent-replayed` (optional) on the 201 of an
+/// operation that takes an `Idempotency-Key`, `WWW-Authenticate` on every
+/// 401 (and, optional, on a 403 of insufficient scope), `Retry-After` on
+/// every 429 and 503 (but `/readyz`'s); and every operation that needs a
+/// token lists 503. The server sends each: 401 and 201 below; 429 in
+/// throttle.rs and ssn.rs, 503 in unavailable.rs, throttle.rs,
+/// connections.rs and `middleware::tests`.
+#[test]
+fn the_response_headers_are_declared_by_status() {
+    let doc = serde_json::to_value(openapi::document()).unwrap();
+    let set = |items: &[(&str, bool)]| -> BTreeSet<(String, bool)> {
+        items.iter().map(|(n, r)| (n.to_string(), *r)).collect()
+    };
+    let mut seen = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let bearer = op["security"].as_array().is_some_and(|s| !s.is_empty());
+            let idempotent = op["parameters"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|p| p["in"] == "header" && p["name"] == "Idempotency-Key");
+            if bearer {
+                assert!(op["responses"]["503"].is_object(), "{method} {path}: 503");
+            }
+            for (status, response) in op["responses"].as_object().unwrap() {
+                let expected = match status.as_str() {
+                    "201" if idempotent => {
+                        set(&[("Location", true), ("idempotent-replayed", false)])
+                    }
+                    "201" => set(&[("Location", true)]),
+                    "401" => set(&[("WWW-Authenticate", true)]),
+                    "403" if bearer => set(&[("WWW-Authenticate", false)]),
+                    "429" => set(&[("Retry-After", true)]),
+                    "503" if path != "/readyz" => set(&[("Retry-After", true)]),
+                    _ => set(&[]),
+                };
+                assert_eq!(
+                    declared_headers(response),
+                    expected,
+                    "{method} {path} {status}"
+                );
+                seen.insert(status.clone());
+            }
+        }
+    }
+    for status in ["201", "401", "403", "429", "503"] {
+        assert!(seen.contains(status), "a {status} is documented");
+    }
+}
+
+/// The server sends the headers the document requires: `WWW-Authenticate`
+/// on the 401 of every operation that needs a token (none sent) and of the
+/// token endpoint (a wrong client secret); `Location` on both creates' 201,
+/// first and replayed, and `idempotent-replayed: true` on the replay only.
+#[tokio::test]
+async fn the_server_sends_the_required_headers_the_document_declares() {
+    let doc = serde_json::to_value(openapi::document()).unwrap();
+    let app = spawn_app().await;
+    let braces = regex::Regex::new(r"\{[^}]*\}").unwrap();
+    let mut challenged = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let required: Vec<String> = declared_headers(&op["responses"]["401"])
+                .into_iter()
+                .filter(|(_, required)| *required)
+                .map(|(name, _)| name)
+                .collect();
+            if required.is_empty() {
+                continue;
+            }
+            let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let url = app.url(&braces.replace_all(path, "1"));
+            let request = if path == "/oauth2/access_token" {
+                app.http.request(method.clone(), &url).form(&[
+                    ("grant_type", "password"),
+                    ("client_id", "acme-hr-portal"),
+                    ("client_secret", "not-the-secret"),
+                    ("username", "admin"),
+                    ("password", "admin-Passw0rd!"),
+                ])
+            } else {
+                app.http.request(method.clone(), &url)
+            };
+            let r = request.send().await.unwrap();
+            assert_eq!(r.status(), 401, "{method} {path}");
+            for name in required {
+                assert!(
+                    r.headers().contains_key(&name),
+                    "{method} {path}: 401 {name}"
+                );
+            }
+            challenged += 1;
+        }
+    }
+    assert!(challenged > 15, "every operation that needs a token");
+
+    let admin = app.token(ADMIN).await;
+    let partner = app
+        .sign_in_with(("greenhouse-ats", "ats-secret-change-me"), ATS_BOT, None)
+        .await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let group = app.group_id("Portland Warehouse").await;
+    let creates = [
+        (
+            "/v1/employees",
+            &admin,
+            serde_json::json!({"firstName": "Ana", "lastName": "Diaz", "locationId": group,
+                               "startDate": "11/05/2026", "emailAddress": "ana.diaz@mail.example"}),
+        ),
+        (
+            "/v1/partners/i9s/section1",
+            &partner,
+            serde_json::json!({"integrationCandidateId": "cand-9", "onboardingType": "remote",
+                               "firstName": "Bo", "lastName": "Lee", "emailAddress": "bo.lee@mail.example",
+                               "startDate": "2026-12-01", "locationId": 3,
+                               "employeeReturnUrl": "https://ats.example/candidates/9"}),
+        ),
+    ];
+    for (path, token, body) in creates {
+        let created = &doc["paths"][path]["post"]["responses"]["201"];
+        assert_eq!(
+            declared_headers(created),
+            [
+                ("Location".to_owned(), true),
+                ("idempotent-replayed".to_owned(), false)
+            ]
+            .into()
+        );
+        let send = || {
+            app.http
+                .post(app.url(path))
+                .bearer_auth(token)
+                .header("idempotency-key", format!("headers-{path}"))
+                .json(&body)
+                .send()
+        };
+        let first = send().await.unwrap();
+        assert_eq!(first.status(), 201, "{path}");
+        let location = first.headers()["location"].clone();
+        assert!(location.to_str().unwrap().starts_with("/v1/employees/"));
+        assert!(
+            first.headers().get("idempotent-replayed").is_none(),
+            "{path}"
+        );
+        let again = send().await.unwrap();
+        assert_eq!(again.status(), 201, "{path}");
+        assert_eq!(again.headers()["location"], location, "{path}");
+        assert_eq!(again.headers()["idempotent-replayed"], "true", "{path}");
+    }
+}
