@@ -408,8 +408,11 @@ pub mod params {
 
     /// A text filter: 1 to 255 characters, no NUL.
     pub struct Text;
-    /// A date filter: `YYYY-MM-DD` or `MM/DD/YYYY`.
-    pub struct Date;
+    /// A date filter: `YYYY-MM-DD` or `MM/DD/YYYY`, as the body dates
+    /// ([`date_pattern`]). Not named `Date`: utoipa's derive takes a type of
+    /// that name for chrono's and writes `format: date` in its place, which
+    /// refuses `MM/DD/YYYY` and states no years.
+    pub struct DateFilter;
     /// An SSN filter: `###-##-####`, a number the SSA issues.
     pub struct Ssn;
     /// An integer filter (an id).
@@ -431,7 +434,7 @@ pub mod params {
         }
     }
 
-    impl PartialSchema for Date {
+    impl PartialSchema for DateFilter {
         fn schema() -> RefOr<Schema> {
             ObjectBuilder::new()
                 .schema_type(Type::String)
@@ -479,7 +482,7 @@ pub mod params {
     }
 
     impl ToSchema for Text {}
-    impl ToSchema for Date {}
+    impl ToSchema for DateFilter {}
     impl ToSchema for Ssn {}
     impl ToSchema for Int {}
     impl ToSchema for Language {}

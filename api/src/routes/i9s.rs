@@ -46,10 +46,10 @@ pub struct I9Filters {
     lastName: Option<crate::list::params::Text>,
     /// The I-9 hire date, `YYYY-MM-DD` or `MM/DD/YYYY`.
     #[param(inline)]
-    startDate: Option<crate::list::params::Date>,
+    startDate: Option<crate::list::params::DateFilter>,
     /// The date reverification is due, `YYYY-MM-DD` or `MM/DD/YYYY`.
     #[param(inline)]
-    i9Expiration: Option<crate::list::params::Date>,
+    i9Expiration: Option<crate::list::params::DateFilter>,
     /// The employee's I-9s (a single employee record links here as `i9s`).
     #[param(inline)]
     employeeId: Option<crate::list::params::Int>,

@@ -35,7 +35,7 @@ use crate::{auth::Caller, error};
         openapi_json,
     ),
     components(schemas(error::Problem, error::FieldError)),
-    modifiers(&Security, &ClosedBodies)
+    modifiers(&Security, &ClosedBodies, &BodyRefusals, &ResponseHeaders)
 )]
 pub struct ApiDoc;
 
@@ -72,14 +72,7 @@ impl Modify for ClosedBodies {
         };
         let mut names = std::collections::BTreeSet::new();
         for item in openapi.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.patch,
-                &mut item.delete,
-            ];
-            for op in operations.into_iter().flatten() {
+            for op in operations(item) {
                 let Some(body) = &mut op.request_body else {
                     continue;
                 };
@@ -140,6 +133,199 @@ impl Modify for ClosedBodies {
             }
         }
     }
+}
+
+/// The refusals of a body, listed here for every operation that reads one,
+/// so that no route can leave them out: 413 (problem details) for a body
+/// over [`crate::BODY_LIMIT`], which `DefaultBodyLimit` refuses before any
+/// handler (`api/src/lib.rs`, its answer made problem details by
+/// `middleware::problem_details`), and, for a JSON body, 415 for another
+/// media type (`crate::body::json_object`). A route may list its own.
+struct BodyRefusals;
+
+impl Modify for BodyRefusals {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            for op in operations(item) {
+                let Some(body) = &op.request_body else {
+                    continue;
+                };
+                let json = body.content.keys().any(|media| media.contains("json"));
+                let responses = &mut op.responses.responses;
+                responses.entry("413".to_owned()).or_insert_with(|| {
+                    problem_response(&format!(
+                        "The body is larger than {} KiB",
+                        crate::BODY_LIMIT / 1024
+                    ))
+                });
+                if json {
+                    responses.entry("415".to_owned()).or_insert_with(|| {
+                        problem_response(
+                            "The body is not sent as JSON (`application/json` or another `application/*+json`)",
+                        )
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// The headers the server sends with a response, declared here by status for
+/// every operation (the server sets them by status too: `error.rs`,
+/// `oauth.rs`, `middleware.rs`, `server.rs`, `idempotency.rs`), `required`
+/// where every such answer carries one:
+///
+/// - 201: `Location`, the created record's path (`idempotency::created`,
+///   and a replay's `Replay::respond`); on an operation that takes an
+///   `Idempotency-Key`, `idempotent-replayed: true` on a replay (optional).
+/// - 401: `WWW-Authenticate` (`ApiError::Unauthorized`; the token
+///   endpoint's `invalid_client`).
+/// - 403 of an operation that needs a token: `WWW-Authenticate` when the
+///   token lacks the scope (optional: other refusals carry none).
+/// - 429 and 503: `Retry-After`, in seconds. Every operation that needs a
+///   token reads the database and is held to the 30 s limit, so it may
+///   answer 503 (the database unavailable, the limit reached, too many
+///   connections from one address): listed here on each. Not `/readyz`,
+///   whose 503 is its report, without `Retry-After`.
+///
+/// utoipa's `Header` has no `required`, so the headers are written as the
+/// response's `headers` member through its extensions (which are written
+/// into the object as they are); headers a route declares itself
+/// (`headers(...)`) are moved there too, optional.
+struct ResponseHeaders;
+
+impl Modify for ResponseHeaders {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use serde_json::json;
+        let seconds = json!({"type": "integer", "minimum": 1});
+        for item in openapi.paths.paths.values_mut() {
+            for op in operations(item) {
+                let bearer = op.security.as_ref().is_some_and(|s| !s.is_empty());
+                let idempotent = op.parameters.iter().flatten().any(|p| {
+                    p.parameter_in == utoipa::openapi::path::ParameterIn::Header
+                        && p.name.eq_ignore_ascii_case(crate::idempotency::HEADER)
+                });
+                let readiness = op.operation_id.as_deref() == Some("readyz");
+                if bearer {
+                    op.responses
+                        .responses
+                        .entry("503".to_owned())
+                        .or_insert_with(|| {
+                            problem_response(
+                                "Unavailable for now (the database, the 30 s limit of a \
+                                 request, or too many connections from one address); retry \
+                                 after Retry-After",
+                            )
+                        });
+                }
+                for (status, response) in op.responses.responses.iter_mut() {
+                    let RefOr::T(response) = response else {
+                        continue;
+                    };
+                    let mut headers = serde_json::Map::new();
+                    for (name, header) in std::mem::take(&mut response.headers) {
+                        headers.insert(name, serde_json::to_value(header).unwrap_or_default());
+                    }
+                    let mut declare = |name: &str,
+                                       required: bool,
+                                       schema: &serde_json::Value,
+                                       description: &str| {
+                        headers.insert(
+                            name.to_owned(),
+                            json!({"description": description, "required": required, "schema": schema}),
+                        );
+                    };
+                    match status.as_str() {
+                        "201" => {
+                            declare(
+                                "Location",
+                                true,
+                                &json!({"type": "string", "format": "uri-reference"}),
+                                "The created record's path (a replay's too)",
+                            );
+                            if idempotent {
+                                declare(
+                                    "idempotent-replayed",
+                                    false,
+                                    &json!({"type": "string", "enum": ["true"]}),
+                                    "`true` on the replay of an earlier request with the same \
+                                     Idempotency-Key; absent otherwise",
+                                );
+                            }
+                        }
+                        "401" => declare(
+                            "WWW-Authenticate",
+                            true,
+                            &json!({"type": "string"}),
+                            if bearer {
+                                r#"`Bearer realm="i9", error="invalid_token"` (RFC 6750)"#
+                            } else {
+                                r#"`Basic realm="i9"`: the client's authentication failed"#
+                            },
+                        ),
+                        "403" if bearer => declare(
+                            "WWW-Authenticate",
+                            false,
+                            &json!({"type": "string"}),
+                            r#"When the access token lacks the operation's scope: `Bearer realm="i9", error="insufficient_scope"`"#,
+                        ),
+                        "429" => declare(
+                            "Retry-After",
+                            true,
+                            &seconds,
+                            "Seconds to wait before trying again",
+                        ),
+                        "503" if !readiness => declare(
+                            "Retry-After",
+                            true,
+                            &seconds,
+                            "Seconds to wait before trying again",
+                        ),
+                        _ => {}
+                    }
+                    if !headers.is_empty() {
+                        response
+                            .extensions
+                            .get_or_insert_with(Default::default)
+                            .insert("headers".to_owned(), serde_json::Value::Object(headers));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A response of problem details (`error::Problem`).
+fn problem_response(description: &str) -> RefOr<utoipa::openapi::Response> {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/problem+json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("Problem")))
+                .build(),
+        )
+        .build()
+        .into()
+}
+
+/// The operations of a path.
+fn operations(
+    item: &mut utoipa::openapi::PathItem,
+) -> impl Iterator<Item = &mut utoipa::openapi::path::Operation> {
+    [
+        &mut item.get,
+        &mut item.put,
+        &mut item.post,
+        &mut item.patch,
+        &mut item.delete,
+        &mut item.head,
+        &mut item.options,
+        &mut item.trace,
+    ]
+    .into_iter()
+    .flatten()
 }
 
 fn is_null(schema: &RefOr<Schema>) -> bool {

@@ -54,7 +54,6 @@ pub struct Section1Started {
         (status = 403, description = "Not a partner client, or no permission 10", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The candidate is an active employee with an open I-9; or its profileId or SSN belongs to another employee", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Writes of SSNs ending in the same four digits by a caller without permission 12 wait; see Retry-After (docs/api.md, \"Social security numbers\")", body = Problem, content_type = "application/problem+json"),
-        (status = 415, body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
     ),
     security(("oauth2" = ["write"]))

@@ -118,6 +118,12 @@ impl<T: PartialSchema + FromJson> utoipa::__dev::ComposeSchema for Field<T> {
 
 /// The schema of a [`Field`] whose value has the schema `value`: the value,
 /// `null`, or (`blank_is_null`) a blank string.
+///
+/// `oneOf`, so each value must match exactly one branch: `value` must
+/// refuse null and a blank string by itself (a type, an enum or a pattern;
+/// `format` is not enough, since validators need not assert it). A test of
+/// the document (`one_of_branches_never_both_take_a_blank_string_or_null`,
+/// tests/tests/api/openapi.rs) holds every `oneOf` to it.
 pub fn field_schema(value: RefOr<Schema>, blank_is_null: bool) -> RefOr<Schema> {
     let mut one_of = utoipa::openapi::OneOfBuilder::new()
         .item(value)
@@ -275,13 +281,31 @@ impl<const MAX: usize> FromJson for Email<MAX> {
 }
 
 impl<const MAX: usize> PartialSchema for Email<MAX> {
+    /// `format: email`, and what [`Email::parse`] holds an address to
+    /// beyond it, in the description (and, for the domain's dot, the
+    /// pattern). The pattern also keeps a blank string out of this branch
+    /// of a [`Field`]'s `oneOf`, where it is the blank branch's (null).
     fn schema() -> RefOr<Schema> {
         string_schema()
             .format(Some(SchemaFormat::KnownFormat(KnownFormat::Email)))
+            .description(Some(EMAIL_RULES))
             .max_length(Some(MAX))
+            .pattern(Some(EMAIL_PATTERN))
             .into()
     }
 }
+
+/// What [`Email::parse`] accepts, for the document (the `email_address`
+/// crate's rules, and a dot in the domain); a test of the document
+/// (`tests/tests/api/openapi.rs`) holds the parser to them.
+pub const EMAIL_RULES: &str = "An email address, white space around it trimmed: a local part \
+of 1 to 64 bytes (UTF-8), `@`, and a domain of at most 254 bytes that holds at least one dot \
+(`ana@localhost` is refused), in labels of 1 to 63 bytes that start and end with a letter or \
+digit. Letters and digits of any script are accepted (`jörg@bücher.de`); other non-ASCII \
+characters (`€`, emoji) are not.";
+
+/// The domain of an accepted address (after its last `@`) holds a dot.
+pub const EMAIL_PATTERN: &str = r"@[^@]*\.[^@]*$";
 
 /// A calendar date written `YYYY-MM-DD` or `MM/DD/YYYY`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -93,7 +93,7 @@ pub struct EmployeeFilters {
     socialSecurityNumber: Option<crate::list::params::Ssn>,
     /// `YYYY-MM-DD` or `MM/DD/YYYY`.
     #[param(inline)]
-    dateOfBirth: Option<crate::list::params::Date>,
+    dateOfBirth: Option<crate::list::params::DateFilter>,
     /// 1 (English) or 2 (Spanish).
     #[param(inline)]
     languagePreference: Option<crate::list::params::Language>,

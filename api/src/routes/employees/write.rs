@@ -48,8 +48,6 @@ use crate::{
         (status = 403, description = "Missing scope or permission, or a group the caller cannot see", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "profileId or SSN held by another employee (named only when the caller may see it)", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Writes of SSNs ending in the same four digits by a caller without permission 12 wait; see Retry-After (docs/api.md, \"Social security numbers\")", body = Problem, content_type = "application/problem+json"),
-        (status = 413, body = Problem, content_type = "application/problem+json"),
-        (status = 415, body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
     ),
     security(("oauth2" = ["write"]))
@@ -208,7 +206,6 @@ async fn replay_create(
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "Open I-9 with createI9 yes; re-hire of an active employee; profileId or SSN held by another", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Writes of SSNs ending in the same four digits by a caller without permission 12 wait; see Retry-After (docs/api.md, \"Social security numbers\")", body = Problem, content_type = "application/problem+json"),
-        (status = 415, body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
     ),
     security(("oauth2" = ["write"]))
