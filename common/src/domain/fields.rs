@@ -256,8 +256,13 @@ impl<const MAX: usize> Email<MAX> {
     pub fn parse(s: &str) -> Result<Self, Invalid> {
         at_most(s, MAX)?;
         let s = s.trim();
-        // A domain with a dot: `ana@localhost` reaches no employee.
-        if !email_address::EmailAddress::is_valid(s)
+        // A domain with a dot: `ana@localhost` reaches no employee. An
+        // address alone: no display name (`Ana <ana@x.example>` would be
+        // stored as written), no address literal (`ana@[127.0.0.1]`).
+        let options = email_address::Options::default()
+            .without_display_text()
+            .without_domain_literal();
+        if email_address::EmailAddress::parse_with_options(s, options).is_err()
             || !s.rsplit_once('@').is_some_and(|(_, d)| d.contains('.'))
         {
             return Err(Invalid::new("invalid_format", "Must be an email address."));
@@ -302,7 +307,8 @@ pub const EMAIL_RULES: &str = "An email address, white space around it trimmed: 
 of 1 to 64 bytes (UTF-8), `@`, and a domain of at most 254 bytes that holds at least one dot \
 (`ana@localhost` is refused), in labels of 1 to 63 bytes that start and end with a letter or \
 digit. Letters and digits of any script are accepted (`jörg@bücher.de`); other non-ASCII \
-characters (`€`, emoji) are not.";
+characters (`€`, emoji) are not. The address alone: no display name (`Ana <ana@example.com>`) \
+and no address literal (`ana@[192.0.2.1]`).";
 
 /// The domain of an accepted address (after its last `@`) holds a dot.
 pub const EMAIL_PATTERN: &str = r"@[^@]*\.[^@]*$";
@@ -701,10 +707,21 @@ mod tests {
             Field::Value(OnboardingType::OnSite)
         );
         assert!(matches!(field::<Language>(json!(3)), Field::Invalid(_)));
-        assert!(matches!(
-            field::<Email<80>>(json!("ana@localhost")),
-            Field::Invalid(_)
-        ));
+        for not_an_address in [
+            "ana@localhost",
+            "Ana <ana@example.com>",
+            "<ana@example.com>",
+            "ana@[127.0.0.1]",
+        ] {
+            assert!(
+                matches!(field::<Email<80>>(json!(not_an_address)), Field::Invalid(_)),
+                "{not_an_address}"
+            );
+        }
+        assert_eq!(
+            field::<Email<80>>(json!("ana.diaz@mail.example")),
+            Field::Value(Email("ana.diaz@mail.example".into()))
+        );
         assert!(matches!(field::<Id>(json!(0)), Field::Invalid(_)));
     }
 
