@@ -24,6 +24,11 @@ I9_OF = {
     "POST /v1/i9s/{id}/complete": "CONTRACT_I9_COMPLETE",
     "POST /v1/i9s/{id}/approve": "CONTRACT_I9_APPROVE",
     "POST /v1/i9s/{id}/park": "CONTRACT_I9_PARK",
+    # Read-only: the history of the read's I-9.
+    "GET /v1/i9s/{id}/history": "CONTRACT_I9_SECTION2",
+    # A new Section 1 link leaves the status as it is (Section 1 Incomplete):
+    # the park's I-9 answers 200 until it is parked, 409 after.
+    "POST /v1/i9s/{id}/section1-link": "CONTRACT_I9_PARK",
 }
 
 

@@ -33,6 +33,11 @@ cargo test --workspace --locked "$@"
 # A filtered run (arguments given) skips it.
 [ "$#" -eq 0 ] && scripts/contract.sh
 
+# The partner quick start of docs/partners.md, run as shown there against
+# i9-api and i9-worker (scripts/partner-example.sh); their logs and its
+# output go under I9_TEST_LOG_DIR too. Skipped by a filtered run as well.
+[ "$#" -eq 0 ] && scripts/partner-example.sh
+
 # A filtered run (arguments given) may log nothing; the whole run must.
 require=()
 [ "$#" -eq 0 ] && require=(--require-lines)

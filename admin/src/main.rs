@@ -229,6 +229,7 @@ async fn run(cli: Cli, config: Settings) -> anyhow::Result<()> {
             let options = seed::Options {
                 rotate_secrets,
                 overlap,
+                public_base_url: config.public_base_url.clone(),
             };
             let (assigned, notes) =
                 seed::load_with(&pool, &DataCipher::from_config(&config), &org, options).await?;

@@ -52,6 +52,9 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("unsupported media type")]
     UnsupportedMediaType,
+    /// The `Accept` allows no type the resource is answered in.
+    #[error("not acceptable")]
+    NotAcceptable,
     #[error("conflict: {0}")]
     Conflict(String),
     #[error("validation failed")]
@@ -77,6 +80,7 @@ impl From<WriteError> for ApiError {
             WriteError::Forbidden(detail) => ApiError::Forbidden(detail),
             WriteError::NotFound => ApiError::NotFound,
             WriteError::Database(e) => e.into(),
+            WriteError::Undecryptable(e) => ApiError::Internal(e.into()),
         }
     }
 }
@@ -200,6 +204,11 @@ impl ApiError {
                 "This method is not allowed on this resource.".into(),
             ),
             ApiError::Conflict(d) => (StatusCode::CONFLICT, "conflict", d.clone()),
+            ApiError::NotAcceptable => (
+                StatusCode::NOT_ACCEPTABLE,
+                "not-acceptable",
+                "This list is answered as application/json or text/csv; send an Accept that allows one of them.".into(),
+            ),
             ApiError::UnsupportedMediaType => (
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported-media-type",

@@ -47,7 +47,7 @@ pub fn key(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
             errors: vec![FieldError::new(
                 "Idempotency-Key",
                 "invalid_format",
-                "1 to 255 visible ASCII characters.",
+                "1 to 255 ASCII characters: visible ones, with spaces or tabs only between them.",
             )],
         }),
     }

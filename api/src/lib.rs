@@ -56,13 +56,18 @@ pub const BODY_IDLE_LIMIT: Duration = Duration::from_secs(10);
 pub const ROUTES: &[&str] = &[
     "/v1/employees",
     "/v1/employees/{id}",
+    "/v1/employees/{id}/periods",
+    "/v1/employees/{id}/history",
+    "/v1/i9s/{id}/history",
     "/v1/i9s",
     "/v1/i9s/{id}",
     "/v1/partners/i9s/section1",
+    "/v1/partners/locations",
     "/v1/i9s/{id}/section2",
     "/v1/i9s/{id}/complete",
     "/v1/i9s/{id}/approve",
     "/v1/i9s/{id}/park",
+    "/v1/i9s/{id}/section1-link",
     "/v1/eins",
     "/v1/eins/{id}",
     "/v1/groups",
@@ -92,13 +97,18 @@ pub fn router(state: AppState) -> Router {
             "/employees/{id}",
             get(employees::get_one).patch(employees::write::update),
         )
+        .route("/employees/{id}/periods", get(employees::periods::list))
+        .route("/employees/{id}/history", get(history::employee))
+        .route("/i9s/{id}/history", get(history::i9))
         .route("/i9s", get(i9s::list))
         .route("/i9s/{id}", get(i9s::get_one))
         .route("/partners/i9s/section1", post(partners::section1))
+        .route("/partners/locations", get(partners::locations))
         .route("/i9s/{id}/section2", post(i9_steps::section2))
         .route("/i9s/{id}/complete", post(i9_steps::complete))
         .route("/i9s/{id}/approve", post(i9_steps::approve))
         .route("/i9s/{id}/park", post(i9_steps::park))
+        .route("/i9s/{id}/section1-link", post(section1_link::reissue))
         .route("/eins", get(eins::list))
         .route("/eins/{id}", get(eins::get_one))
         .route("/groups", get(groups::list))

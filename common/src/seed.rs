@@ -741,14 +741,18 @@ pub enum SecretNote {
     },
 }
 
-/// How a run treats partners' signing secrets.
-#[derive(Debug, Clone, Copy)]
+/// How a run treats partners' signing secrets, and where the partner
+/// events it records point.
+#[derive(Debug, Clone)]
 pub struct Options {
     /// Make a file's differing `signingSecret` the current one; otherwise
     /// the stored one is kept.
     pub rotate_secrets: bool,
     /// How long a secret replaced by the file's keeps signing.
     pub overlap: std::time::Duration,
+    /// `PUBLIC_BASE_URL`: a run that terminates or re-hires a partner's
+    /// employee records an employment event, whose `i9Url` is under it.
+    pub public_base_url: String,
 }
 
 impl Default for Options {
@@ -756,6 +760,7 @@ impl Default for Options {
         Self {
             rotate_secrets: false,
             overlap: signing_secrets::DEFAULT_OVERLAP,
+            public_base_url: String::new(),
         }
     }
 }
@@ -1121,7 +1126,9 @@ pub async fn load_with(
                 let id = employee::insert(&mut tx, cipher, &fields)
                     .await
                     .map_err(refused)?;
-                employee::start_period(&mut tx, id, *period).await?;
+                employee::start_period(&mut tx, id, *period, &options.public_base_url)
+                    .await
+                    .map_err(refused)?;
                 (id, Outcome::Created)
             }
             Some((id, _)) => {
@@ -1133,7 +1140,9 @@ pub async fn load_with(
                     .ok_or(sqlx::Error::RowNotFound)?;
                 let period_changed = current.period_id.is_none() || current.period() != *period;
                 if period_changed {
-                    employee::set_period(&mut tx, id, current.period_id, *period).await?;
+                    employee::set_period(&mut tx, id, &current, *period, &options.public_base_url)
+                        .await
+                        .map_err(refused)?;
                 }
                 let outcome = if changed || period_changed {
                     Outcome::Updated

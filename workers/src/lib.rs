@@ -10,6 +10,7 @@ pub mod jobs;
 pub mod mailer;
 pub mod outbox_watch;
 pub mod purge;
+pub mod wording;
 
 use std::sync::Arc;
 

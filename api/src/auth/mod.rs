@@ -31,15 +31,19 @@ pub struct Caller {
 }
 
 /// Whether a partner client's token reaches `route` (the route template, e.g.
-/// `/v1/employees/{id}`) with `method`: the partner operation, reads of
-/// employees and I-9s (narrowed to the client's own by [`Visibility`]), and
-/// the API description. Nothing else, whatever the user's role: a route not
+/// `/v1/employees/{id}`) with `method`: the partner operation and the list of
+/// the groups it may hire into, reads of employees and I-9s (narrowed to the
+/// client's own by [`Visibility`]), and the API description. Nothing else, whatever the user's role: a route not
 /// listed here, a new one included, is out of a partner's reach
 /// (docs/partners.md, "What your token reaches").
 pub fn partner_reaches(method: &Method, route: &str) -> bool {
     let read = *method == Method::GET || *method == Method::HEAD;
     match route {
-        "/v1/employees" | "/v1/employees/{id}" | "/v1/i9s" | "/v1/i9s/{id}"
+        "/v1/employees"
+        | "/v1/employees/{id}"
+        | "/v1/i9s"
+        | "/v1/i9s/{id}"
+        | "/v1/partners/locations"
         | "/v1/openapi.json" => read,
         "/v1/partners/i9s/section1" => *method == Method::POST,
         _ => false,
@@ -316,13 +320,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_partner_reaches_its_operation_and_reads_of_employees_and_i9s_only() {
+    fn a_partner_reaches_its_operation_its_locations_and_reads_of_employees_and_i9s_only() {
         for (method, route, reaches) in [
             (Method::POST, "/v1/partners/i9s/section1", true),
             (Method::GET, "/v1/employees", true),
             (Method::HEAD, "/v1/employees/{id}", true),
             (Method::GET, "/v1/i9s/{id}", true),
             (Method::GET, "/v1/openapi.json", true),
+            (Method::GET, "/v1/partners/locations", true),
+            (Method::POST, "/v1/partners/locations", false),
             (Method::PATCH, "/v1/employees/{id}", false),
             (Method::POST, "/v1/employees", false),
             (Method::POST, "/v1/i9s/{id}/park", false),
@@ -331,6 +337,10 @@ mod tests {
             (Method::GET, "/v1/groups/{id}/users", false),
             (Method::GET, "/v1/users/{id}", false),
             (Method::GET, "/v1/roles", false),
+            (Method::GET, "/v1/employees/{id}/periods", false),
+            (Method::GET, "/v1/employees/{id}/history", false),
+            (Method::GET, "/v1/i9s/{id}/history", false),
+            (Method::POST, "/v1/i9s/{id}/section1-link", false),
             (Method::GET, "/v1/something-added-later", false),
         ] {
             assert_eq!(partner_reaches(&method, route), reaches, "{method} {route}");

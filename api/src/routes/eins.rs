@@ -11,6 +11,7 @@ use sqlx::FromRow;
 use utoipa::{IntoParams, ToSchema};
 
 use super::Id;
+use crate::list::Format;
 use crate::{
     auth::Caller,
     error::{ApiError, ApiResult, Problem},
@@ -19,6 +20,7 @@ use crate::{
     },
     state::AppState,
 };
+use axum::response::Response;
 
 pub const FILTERS: &[FilterSpec] = &[
     filter("entityName", K::Text("entity_name")),
@@ -95,7 +97,8 @@ const COLUMNS: &str =
 #[utoipa::path(
     get, path = "/v1/eins", operation_id = "listLegalEntities", tag = "legal entities", params(EinFilters),
     responses(
-        (status = 200, body = ListResponse<LegalEntity>),
+        (status = 200, content((ListResponse<LegalEntity> = "application/json"), (String = "text/csv"))),
+        (status = 406, description = "The Accept allows neither application/json nor text/csv", body = Problem, content_type = "application/problem+json"),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
@@ -105,10 +108,11 @@ const COLUMNS: &str =
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
+    format: Format,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<ListResponse<LegalEntity>>> {
+) -> ApiResult<Response> {
     caller.require(Scope::Read, Permission::ViewLegalEntities)?;
-    let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
+    let q = ListQuery::parse_as(raw.as_deref(), FILTERS, format)?;
     let (rows, total) = q
         .fetch_page::<LegalEntityRow>(
             &state.pool,
@@ -123,10 +127,12 @@ pub async fn list(
             &no_computed,
         )
         .await?;
-    Ok(Json(ListResponse {
+    Ok(ListResponse {
         links: q.links("/v1/eins", total),
         search_result: rows.into_iter().map(LegalEntity::from).collect(),
-    }))
+        total,
+    }
+    .answer(format))
 }
 
 #[utoipa::path(
@@ -160,4 +166,16 @@ pub async fn get_one(
         links: Some(vec![Link::new("self", format!("/v1/eins/{id}"))]),
         ..LegalEntity::from(row)
     }))
+}
+
+impl crate::list::CsvColumns for LegalEntity {
+    const COLUMNS: &'static [&'static str] = &[
+        "id",
+        "entityName",
+        "ein",
+        "everifyId",
+        "everifyEffectiveDate",
+        "everifyStatus",
+        "active",
+    ];
 }

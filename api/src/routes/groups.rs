@@ -13,12 +13,14 @@ use super::{
     users::{NamedRef, GROUPS_OF_USER, ORDER},
     Id,
 };
+use crate::list::Format;
 use crate::{
     auth::{Caller, Visibility},
     error::{ApiError, ApiResult, Problem},
     list::{filter, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse, Restrict},
     state::AppState,
 };
+use axum::response::Response;
 
 pub const FILTERS: &[FilterSpec] = &[
     filter("name", K::Text("g.name")),
@@ -163,7 +165,8 @@ fn push_managed(qb: &mut QueryBuilder<'_, sqlx::Postgres>, visibility: &Visibili
 #[utoipa::path(
     get, path = "/v1/groups", operation_id = "listGroups", tag = "groups", params(GroupFilters),
     responses(
-        (status = 200, body = ListResponse<GroupSummary>),
+        (status = 200, content((ListResponse<GroupSummary> = "application/json"), (String = "text/csv"))),
+        (status = 406, description = "The Accept allows neither application/json nor text/csv", body = Problem, content_type = "application/problem+json"),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
@@ -173,10 +176,11 @@ fn push_managed(qb: &mut QueryBuilder<'_, sqlx::Postgres>, visibility: &Visibili
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
+    format: Format,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<ListResponse<GroupSummary>>> {
+) -> ApiResult<Response> {
     caller.require(Scope::Read, Permission::ViewGroups)?;
-    let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
+    let q = ListQuery::parse_as(raw.as_deref(), FILTERS, format)?;
     let visibility = caller.visibility(&state.pool).await?;
     let hash = |s: &_| state.cipher.ssn_search_hashes(s);
     let managed = |_: &str, want: bool, qb: &mut QueryBuilder<'_, sqlx::Postgres>| {
@@ -200,10 +204,12 @@ pub async fn list(
         .build_query_as::<GroupSummaryRow>()
         .fetch_all(&state.pool)
         .await?;
-    Ok(Json(ListResponse {
+    Ok(ListResponse {
         links: q.links("/v1/groups", total),
         search_result: rows.into_iter().map(GroupSummary::from).collect(),
-    }))
+        total,
+    }
+    .answer(format))
 }
 
 #[utoipa::path(
@@ -241,7 +247,8 @@ pub async fn get_one(
     get, path = "/v1/groups/{id}/users", operation_id = "listGroupUsers", tag = "groups",
     params(("id" = i64, Path, description = "Group id"), Paging),
     responses(
-        (status = 200, description = "Users assigned to the group, ordered by fullName", body = ListResponse<GroupUser>),
+        (status = 200, description = "Users assigned to the group, ordered by fullName", content((ListResponse<GroupUser> = "application/json"), (String = "text/csv"))),
+        (status = 406, description = "The Accept allows neither application/json nor text/csv", body = Problem, content_type = "application/problem+json"),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
@@ -252,12 +259,13 @@ pub async fn get_one(
 pub async fn users(
     State(state): State<AppState>,
     caller: Caller,
+    format: Format,
     id: Id,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<ListResponse<GroupUser>>> {
+) -> ApiResult<Response> {
     caller.require(Scope::Read, Permission::ViewGroups)?;
     let id = id.get()?;
-    let q = ListQuery::parse(raw.as_deref(), USER_FILTERS)?;
+    let q = ListQuery::parse_as(raw.as_deref(), USER_FILTERS, format)?;
     let exists = sqlx::query_scalar!(
         r#"SELECT EXISTS (SELECT 1 FROM groups WHERE id = $1) AS "exists!""#,
         id,
@@ -295,8 +303,27 @@ pub async fn users(
         .build_query_as::<GroupUserRow>()
         .fetch_all(&state.pool)
         .await?;
-    Ok(Json(ListResponse {
+    Ok(ListResponse {
         links: q.links(&format!("/v1/groups/{id}/users"), total),
         search_result: rows.into_iter().map(GroupUser::from).collect(),
-    }))
+        total,
+    }
+    .answer(format))
+}
+
+impl crate::list::CsvColumns for GroupSummary {
+    const COLUMNS: &'static [&'static str] = &["id", "name", "managed"];
+}
+
+impl crate::list::CsvColumns for GroupUser {
+    const COLUMNS: &'static [&'static str] = &[
+        "id",
+        "firstName",
+        "lastName",
+        "fullName",
+        "title",
+        "emailAddress",
+        "retired",
+        "groups",
+    ];
 }

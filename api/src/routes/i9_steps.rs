@@ -15,7 +15,7 @@ use axum::{extract::State, Json};
 use chrono::{NaiveDate, Utc};
 use i9_common::{
     domain::{
-        fields::{enum_schema, CalendarDate, Text},
+        fields::{enum_schema, CalendarDate, Text, WHITESPACE},
         Field, FromJson, Invalid, Permission, Required, Scope,
     },
     models::i9::{self as lifecycle, Document, Documents, Employer, Section2 as Section2Input},
@@ -23,7 +23,7 @@ use i9_common::{
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::{
-    openapi::{RefOr, Schema},
+    openapi::{schema::AnyOfBuilder, ObjectBuilder, RefOr, Schema, Type},
     PartialSchema, ToSchema,
 };
 
@@ -36,8 +36,9 @@ use crate::{
 };
 
 /// The titles of one list of the Form I-9 "Lists of Acceptable Documents",
-/// as an enum: each variant's title is its only accepted spelling (exact,
-/// case and white space included), and the schema lists them as `enum`.
+/// as an enum: each variant's title is accepted in any letter case, with
+/// white space around it, and stored as written here; the schema lists them
+/// as `enum` and says the rest (docs/api.md, "Section 2 documents").
 macro_rules! document_list {
     ($(#[$meta:meta])* $name:ident { $($variant:ident => $title:literal,)+ }) => {
         $(#[$meta])*
@@ -66,7 +67,7 @@ macro_rules! document_list {
 
         impl PartialSchema for $name {
             fn schema() -> RefOr<Schema> {
-                enum_schema(Self::TITLES)
+                title_schema(Self::TITLES)
             }
         }
 
@@ -116,7 +117,8 @@ document_list!(
     }
 );
 
-/// One of `all`, by its exact title; else the list in the message.
+/// One of `all`, by its title in any (ASCII) letter case, white space
+/// around it trimmed; else the list in the message.
 fn document_title<T: Copy>(
     value: &Value,
     all: &[T],
@@ -124,17 +126,58 @@ fn document_title<T: Copy>(
 ) -> Result<T, Invalid> {
     let s = value
         .as_str()
-        .ok_or_else(|| Invalid::new("invalid_type", "Must be a string."))?;
-    all.iter().copied().find(|t| title(*t) == s).ok_or_else(|| {
-        let titles: Vec<&str> = all.iter().map(|t| title(*t)).collect();
-        Invalid::new(
-            "invalid_value",
-            format!(
-                "Not a document of this list. Accepted: {}.",
-                titles.join("; ")
-            ),
+        .ok_or_else(|| Invalid::new("invalid_type", "Must be a string."))?
+        .trim();
+    all.iter()
+        .copied()
+        .find(|t| title(*t).eq_ignore_ascii_case(s))
+        .ok_or_else(|| {
+            let titles: Vec<&str> = all.iter().map(|t| title(*t)).collect();
+            Invalid::new(
+                "invalid_value",
+                format!(
+                    "Not a document of this list. Accepted (in any letter case): {}.",
+                    titles.join("; ")
+                ),
+            )
+        })
+}
+
+/// The schema of a list's titles: the titles as `enum`, or (what the API
+/// also accepts) one of them in another letter case, with white space
+/// around it: a pattern spelling each letter both ways, as JSON Schema's
+/// patterns have no flag for case.
+fn title_schema(titles: &[&str]) -> RefOr<Schema> {
+    let any_case: Vec<String> = titles
+        .iter()
+        .map(|title| {
+            title
+                .chars()
+                .map(|c| match c {
+                    c if c.is_ascii_alphabetic() => {
+                        format!("[{}{}]", c.to_ascii_uppercase(), c.to_ascii_lowercase())
+                    }
+                    c if r"\.+*?()|[]{}^$".contains(c) => format!("\\{c}"),
+                    c => c.to_string(),
+                })
+                .collect()
+        })
+        .collect();
+    AnyOfBuilder::new()
+        .description(Some(
+            "One of the titles of `enum`, in any letter case, with white space around it \
+             allowed; stored and answered as `enum` writes it.",
+        ))
+        .item(enum_schema(titles))
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .pattern(Some(format!(
+                    "^{WHITESPACE}*(?:{}){WHITESPACE}*$",
+                    any_case.join("|")
+                ))),
         )
-    })
+        .into()
 }
 
 // The limits of Section 2's text fields.
@@ -846,7 +889,7 @@ mod tests {
     #[test]
     fn every_bad_field_is_named_once() {
         let body = with(json!({
-            "listBDocTitle": " Driver's License", "listBDocIssuer": 7, "listBDocNumber": "  ",
+            "listBDocTitle": "Drivers License", "listBDocIssuer": 7, "listBDocNumber": "  ",
             "listBDocExpiration": "2030-02-30",
             "listCDocTitle": "Social Security Card", "listCDocIssuer": "SSA", "listCDocNumber": "1",
             "employerFirstName": "W".repeat(41), "employerZip": "12345678901", "employerSignature": ""
@@ -884,6 +927,84 @@ mod tests {
             ),
             (7, 10, 7)
         );
+    }
+
+    /// The titles docs/api.md ("Section 2 documents") lists for each list,
+    /// in its order: the rows `| A | `title` |` of its table.
+    fn documented_titles() -> [Vec<String>; 3] {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/api.md");
+        let guide = std::fs::read_to_string(path).unwrap();
+        let table = guide
+            .split("\n| List | Accepted title |\n|---|---|\n")
+            .nth(1)
+            .expect("docs/api.md has the table of Section 2's document titles");
+        let mut lists: [Vec<String>; 3] = Default::default();
+        for row in table.lines().take_while(|l| l.starts_with('|')) {
+            let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+            let [list, title] = cells[..] else {
+                panic!("a row of two cells: {row}");
+            };
+            let title = title
+                .strip_prefix('`')
+                .and_then(|t| t.strip_suffix('`'))
+                .unwrap_or_else(|| panic!("a title in backticks: {row}"));
+            let at = ["A", "B", "C"]
+                .iter()
+                .position(|l| *l == list)
+                .unwrap_or_else(|| panic!("list A, B or C: {row}"));
+            lists[at].push(title.to_owned());
+        }
+        lists
+    }
+
+    /// The guide's table is the enums' titles, each accepted, none missing
+    /// and none extra, in the same order; and the OpenAPI document states
+    /// the same as each title field's `enum`.
+    #[test]
+    fn the_guide_lists_exactly_the_accepted_document_titles() {
+        let documented = documented_titles();
+        let accepted: [Vec<String>; 3] = [ListA::TITLES, ListB::TITLES, ListC::TITLES]
+            .map(|titles| titles.iter().map(|t| t.to_string()).collect());
+        let parses: [fn(&Value) -> bool; 3] = [
+            |v| ListA::from_json(v).is_ok(),
+            |v| ListB::from_json(v).is_ok(),
+            |v| ListC::from_json(v).is_ok(),
+        ];
+        let document = serde_json::to_value(crate::routes::openapi::document()).unwrap();
+        let schema = &document["components"]["schemas"]["Section2"];
+        // The value's branch of the field's `oneOf` (maybe wrapped in one
+        // more, with the field's description), and in it the `anyOf` branch
+        // with an `enum` (the other takes the titles in any letter case).
+        fn enum_of(schema: &Value) -> Option<&Value> {
+            schema.get("enum").or_else(|| {
+                ["oneOf", "anyOf"]
+                    .iter()
+                    .find_map(|k| schema[k].as_array()?.iter().find_map(enum_of))
+            })
+        }
+        let fields: [&[&str]; 3] = [
+            &["listA1DocTitle", "listA2DocTitle", "listA3DocTitle"],
+            &["listBDocTitle"],
+            &["listCDocTitle"],
+        ];
+        for (i, list) in ["A", "B", "C"].iter().enumerate() {
+            let (docs, code) = (&documented[i], &accepted[i]);
+            let missing: Vec<&String> = code.iter().filter(|t| !docs.contains(t)).collect();
+            let extra: Vec<&String> = docs.iter().filter(|t| !code.contains(t)).collect();
+            assert!(
+                missing.is_empty() && extra.is_empty(),
+                "List {list}: accepted but not in docs/api.md: {missing:?}; \
+                 in docs/api.md but not accepted: {extra:?}"
+            );
+            assert_eq!(docs, code, "List {list}: the guide's order is the form's");
+            for title in docs {
+                assert!(parses[i](&json!(title)), "List {list} accepts {title:?}");
+            }
+            for field in fields[i] {
+                let stated = enum_of(&schema["properties"][field]);
+                assert_eq!(stated, Some(&json!(code)), "{field}'s enum");
+            }
+        }
     }
 
     #[test]

@@ -8,13 +8,14 @@ use axum::{
 use chrono::{DateTime, NaiveDate, Utc};
 use i9_common::{
     crypto::Purpose,
-    domain::{Attestation, I9Status, Permission, Scope},
+    domain::{Attestation, I9Status, Permission, Scope, Section1Difference},
 };
 use serde::Serialize;
 use sqlx::FromRow;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{reveal_ssn, Id};
+use crate::list::Format;
 use crate::{
     audit,
     auth::Caller,
@@ -22,10 +23,11 @@ use crate::{
     format,
     list::{
         filter, no_computed, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse, PageSql,
-        Restrict,
+        Queue, Restrict,
     },
     state::AppState,
 };
+use axum::response::Response;
 
 pub const FILTERS: &[FilterSpec] = &[
     filter("firstName", K::Text("i.first_name")),
@@ -33,7 +35,94 @@ pub const FILTERS: &[FilterSpec] = &[
     filter("startDate", K::Date("i.start_date")),
     filter("i9Expiration", K::Date("i.i9_expiration")),
     filter("employeeId", K::Int("i.employee_id")),
+    filter("i9Status", K::OneOf("i.status", I9Status::NAMES)),
+    filter("dateDue", K::Date("i.date_due")),
+    filter("dateDueFrom", K::DateFrom("i.date_due")),
+    filter("dateDueTo", K::DateTo("i.date_due")),
+    filter("startDateFrom", K::DateFrom("i.start_date")),
+    filter("startDateTo", K::DateTo("i.start_date")),
+    filter("i9ExpirationFrom", K::DateFrom("i.i9_expiration")),
+    filter("i9ExpirationTo", K::DateTo("i.i9_expiration")),
+    filter("queue", K::Queue(QUEUES)),
+    filter(
+        "withinDays",
+        K::QueueParam {
+            max: MAX_WITHIN_DAYS,
+        },
+    ),
 ];
+
+/// The longest look-ahead of `queue=reverification` (ten years).
+pub const MAX_WITHIN_DAYS: i32 = 3650;
+
+/// The work queues of `GET /v1/i9s` (docs/api.md, "Work queues"): each one
+/// query, combined with the other filters and the caller's visibility.
+pub const QUEUES: &[Queue] = &[
+    // Section 1 signed, Section 2 not yet: the soonest deadline first.
+    Queue {
+        name: "section2-due",
+        condition: "i.status = 'Signed Sec 1'",
+        order: "ORDER BY i.date_due NULLS LAST, i.id",
+        param: None,
+    },
+    // The next step's deadline has passed: Section 1 by the start date,
+    // Section 2 by dateDue. The longest overdue first.
+    Queue {
+        name: "overdue",
+        condition: "(i.status = 'Section 1 Incomplete' AND i.start_date < {today})
+                    OR (i.status = 'Signed Sec 1' AND i.date_due < {today})",
+        order: "ORDER BY CASE WHEN i.status = 'Section 1 Incomplete' THEN i.start_date
+                              ELSE i.date_due END, i.id",
+        param: None,
+    },
+    // Reverification due within withinDays days (already past included),
+    // not Parked: the soonest first.
+    Queue {
+        name: "reverification",
+        condition: "i.status <> 'Parked' AND i.i9_expiration <= {today} + {param}",
+        order: "ORDER BY i.i9_expiration, i.id",
+        param: Some("withinDays"),
+    },
+];
+
+/// The `queue` parameter's schema: a queue's name in any case.
+pub struct QueueName;
+
+impl utoipa::PartialSchema for QueueName {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        let names: Vec<&str> = QUEUES.iter().map(|q| q.name).collect();
+        crate::list::params::one_of_single(&names)
+    }
+}
+
+impl ToSchema for QueueName {}
+
+/// `withinDays`: 0 to [`MAX_WITHIN_DAYS`].
+pub struct WithinDays;
+
+impl utoipa::PartialSchema for WithinDays {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        utoipa::openapi::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::Type::Integer)
+            .minimum(Some(0))
+            .maximum(Some(MAX_WITHIN_DAYS))
+            .into()
+    }
+}
+
+impl ToSchema for WithinDays {}
+
+/// The `i9Status` filter's schema: a status in any case, or several
+/// separated by commas.
+pub struct I9StatusFilter;
+
+impl utoipa::PartialSchema for I9StatusFilter {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        crate::list::params::one_of(I9Status::NAMES)
+    }
+}
+
+impl ToSchema for I9StatusFilter {}
 
 /// Filters of `GET /v1/i9s` (exact match, case-insensitive).
 #[derive(IntoParams)]
@@ -53,6 +142,42 @@ pub struct I9Filters {
     /// The employee's I-9s (a single employee record links here as `i9s`).
     #[param(inline)]
     employeeId: Option<crate::list::params::Int>,
+    /// The I-9's status (`Section 1 Incomplete`, `Signed Sec 1`, `Signed Sec 2`, `Completed`,
+    /// `Approved`, `Parked`; any case), or several separated by commas:
+    /// `Signed Sec 1,Signed Sec 2`.
+    #[param(inline)]
+    i9Status: Option<I9StatusFilter>,
+    /// The Section 2 deadline, `YYYY-MM-DD` or `MM/DD/YYYY`.
+    #[param(inline)]
+    dateDue: Option<crate::list::params::DateFilter>,
+    /// `dateDue` on or after this date (inclusive); not after `dateDueTo`.
+    #[param(inline)]
+    dateDueFrom: Option<crate::list::params::DateFilter>,
+    /// `dateDue` on or before this date (inclusive).
+    #[param(inline)]
+    dateDueTo: Option<crate::list::params::DateFilter>,
+    /// `startDate` on or after this date (inclusive); not after `startDateTo`.
+    #[param(inline)]
+    startDateFrom: Option<crate::list::params::DateFilter>,
+    /// `startDate` on or before this date (inclusive).
+    #[param(inline)]
+    startDateTo: Option<crate::list::params::DateFilter>,
+    /// `i9Expiration` on or after this date (inclusive); not after `i9ExpirationTo`.
+    #[param(inline)]
+    i9ExpirationFrom: Option<crate::list::params::DateFilter>,
+    /// `i9Expiration` on or before this date (inclusive).
+    #[param(inline)]
+    i9ExpirationTo: Option<crate::list::params::DateFilter>,
+    /// A work queue, in one query (docs/api.md, "Work queues"): `section2-due` (Section 1 signed,
+    /// Section 2 not yet; by `dateDue`), `overdue` (Section 1 not signed by `startDate`, or
+    /// Section 2 not recorded by `dateDue`; the longest overdue first), `reverification`
+    /// (`i9Expiration` at most `withinDays` days from today, passed ones included, not `Parked`;
+    /// by `i9Expiration`). Any case; combines with the other filters.
+    #[param(inline)]
+    queue: Option<QueueName>,
+    /// Days from today (UTC) for `queue=reverification`, which needs it; only with that queue.
+    #[param(inline)]
+    withinDays: Option<WithinDays>,
     #[param(inline)]
     page: Option<crate::list::params::Positive>,
     #[param(inline)]
@@ -66,6 +191,13 @@ pub struct I9Summary {
     pub first_name: String,
     pub last_name: String,
     pub email_address: Option<String>,
+    /// Where the I-9 is in its lifecycle (docs/api.md, "The I-9 lifecycle").
+    pub i9_status: I9Status,
+    /// Section 2 deadline: three business days after the start date.
+    pub date_due: Option<NaiveDate>,
+    pub start_date: Option<NaiveDate>,
+    /// The employee this I-9 belongs to.
+    pub employee_id: i64,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -84,6 +216,9 @@ pub struct I9Record {
     pub attestation: Option<Attestation>,
     /// Whether the employee completes Section 1 remotely.
     pub remote: bool,
+    /// The partner push that started this I-9 (docs/partners.md, "Transaction ids"); `null` for an I-9 not started by one.
+    #[serde(rename = "IntegrationTransactionId")]
+    pub integration_transaction_id: Option<String>,
     #[serde(serialize_with = "format::timestamp")]
     #[schema(value_type = String, example = "2026-11-22T14:03:07.123456")]
     pub date_created: Option<DateTime<Utc>>,
@@ -122,6 +257,11 @@ pub struct I9Record {
     pub admission_number: Option<String>,
     pub foreign_passport_number: Option<String>,
     pub foreign_passport_country: Option<String>,
+    /// Where Section 1 and the employee record disagree, recorded when the
+    /// employee signed: the employee record's field names, never values
+    /// (docs/api.md, "I-9s"). `[]` when nothing differs; `null` before
+    /// Section 1 is signed.
+    pub section1_differences: Option<Vec<Section1Difference>>,
     pub employer_first_name: Option<String>,
     pub employer_last_name: Option<String>,
     pub employer_title: Option<String>,
@@ -171,6 +311,9 @@ pub struct I9Record {
     pub purge_after: Option<NaiveDate>,
 }
 
+/// `section1_differences` as stored (JSON).
+type Differences = sqlx::types::Json<Vec<Section1Difference>>;
+
 /// An I-9 as `load` reads it, before what is derived.
 struct I9Row {
     id: i64,
@@ -181,6 +324,7 @@ struct I9Row {
     form_version: String,
     attestation: Option<Attestation>,
     remote: bool,
+    integration_transaction_id: Option<String>,
     date_created: DateTime<Utc>,
     date_completed: Option<DateTime<Utc>>,
     date_due: Option<NaiveDate>,
@@ -208,6 +352,7 @@ struct I9Row {
     admission_number: Option<String>,
     foreign_passport_number: Option<String>,
     foreign_passport_country: Option<String>,
+    section1_differences: Option<Differences>,
     employer_first_name: Option<String>,
     employer_last_name: Option<String>,
     employer_title: Option<String>,
@@ -261,6 +406,7 @@ impl From<I9Row> for I9Record {
             form_version: r.form_version,
             attestation: r.attestation,
             remote: r.remote,
+            integration_transaction_id: r.integration_transaction_id,
             date_created: Some(r.date_created),
             date_completed: r.date_completed,
             date_due: r.date_due,
@@ -289,6 +435,7 @@ impl From<I9Row> for I9Record {
             admission_number: r.admission_number,
             foreign_passport_number: r.foreign_passport_number,
             foreign_passport_country: r.foreign_passport_country,
+            section1_differences: r.section1_differences.map(|d| d.0),
             employer_first_name: r.employer_first_name,
             employer_last_name: r.employer_last_name,
             employer_title: r.employer_title,
@@ -336,7 +483,8 @@ impl From<I9Row> for I9Record {
 #[utoipa::path(
     get, path = "/v1/i9s", operation_id = "listI9s", tag = "i9s", params(I9Filters),
     responses(
-        (status = 200, body = ListResponse<I9Summary>),
+        (status = 200, content((ListResponse<I9Summary> = "application/json"), (String = "text/csv"))),
+        (status = 406, description = "The Accept allows neither application/json nor text/csv", body = Problem, content_type = "application/problem+json"),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
@@ -346,29 +494,33 @@ impl From<I9Row> for I9Record {
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
+    format: Format,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<ListResponse<I9Summary>>> {
+) -> ApiResult<Response> {
     caller.require(Scope::Read, Permission::ViewI9s)?;
-    let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
+    let q = ListQuery::parse_as(raw.as_deref(), FILTERS, format)?;
     let visibility = caller.visibility(&state.pool).await?;
-    let (rows, total) = q
+    let (rows, total): (Vec<I9Summary>, i64) = q
         .fetch_page(
             &state.pool,
             &state.cipher,
             PageSql {
                 from: "FROM i9s i JOIN employees e ON e.id = i.employee_id WHERE TRUE",
                 count_from: None,
-                columns: "i.id, i.first_name, i.last_name, i.email_address",
+                columns: "i.id, i.first_name, i.last_name, i.email_address,
+                          i.status AS i9_status, i.date_due, i.start_date, i.employee_id",
                 order: "ORDER BY i.id",
                 restrict: Some(Restrict::Employee(&visibility, "e")),
             },
             &no_computed,
         )
         .await?;
-    Ok(Json(ListResponse {
+    Ok(ListResponse {
         links: q.links("/v1/i9s", total),
         search_result: rows,
-    }))
+        total,
+    }
+    .answer(format))
 }
 
 /// 404 unless the I-9 exists and the caller may see it: the check of a step
@@ -394,13 +546,16 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Rec
     let mut rec: I9Record = sqlx::query_as!(
         I9Row,
         r#"SELECT i.id, i.employee_id, i.status AS "i9_status: I9Status", i.i9_notes, i.form_type,
-                  i.form_version, i.attestation AS "attestation: Attestation", i.remote, i.date_created,
+                  i.form_version, i.attestation AS "attestation: Attestation", i.remote,
+                  i.integration_transaction_id, i.date_created,
                   i.date_completed, i.date_due, i.date_approved, i.start_date, i.i9_expiration,
                   i.retention_date, i.signed_date_employee, i.signed_date_employer, i.signed_date_translator,
                   i.first_name, i.last_name, i.middle_initial, i.other_name, i.date_of_birth,
                   i.email_address, i.phone_number, i.address_street, i.address_apartment, i.address_city,
                   i.address_state, i.address_zip, i.work_authorization, i.alien_number, i.admission_number,
-                  i.foreign_passport_number, i.foreign_passport_country, i.employer_first_name,
+                  i.foreign_passport_number, i.foreign_passport_country,
+                  i.section1_differences AS "section1_differences: Differences",
+                  i.employer_first_name,
                   i.employer_last_name, i.employer_title, i.employer_business, i.employer_address,
                   i.employer_city, i.employer_state, i.employer_zip, i.translator_first_name,
                   i.translator_last_name, i.translator_address, i.translator_city, i.translator_state,
@@ -474,4 +629,17 @@ pub async fn get_one(
     caller.require(Scope::Read, Permission::ViewI9s)?;
     let id = id.get()?;
     Ok(Json(load(&state, &caller, id).await?))
+}
+
+impl crate::list::CsvColumns for I9Summary {
+    const COLUMNS: &'static [&'static str] = &[
+        "id",
+        "firstName",
+        "lastName",
+        "emailAddress",
+        "i9Status",
+        "dateDue",
+        "startDate",
+        "employeeId",
+    ];
 }

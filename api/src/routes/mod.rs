@@ -4,6 +4,7 @@ pub mod eins;
 pub mod employees;
 pub mod groups;
 pub mod health;
+pub mod history;
 pub mod i9_steps;
 pub mod i9s;
 pub mod oauth;
@@ -12,6 +13,7 @@ pub mod pages;
 pub mod partners;
 pub mod roles;
 pub mod section1;
+pub mod section1_link;
 pub mod users;
 
 use axum::{extract::FromRequestParts, http::request::Parts};

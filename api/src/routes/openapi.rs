@@ -3,6 +3,7 @@
 //! `docs/openapi.json` (a test checks that it is current).
 
 use axum::Json;
+use i9_common::events::{EmploymentEvent, EmploymentEventType, I9Event, I9EventType};
 use utoipa::{
     openapi::{
         security::{Flow, OAuth2, Password, Scopes, SecurityScheme},
@@ -11,7 +12,10 @@ use utoipa::{
     Modify, OpenApi,
 };
 
-use super::{eins, employees, groups, health, i9_steps, i9s, oauth, partners, roles, users};
+use super::{
+    eins, employees, groups, health, history, i9_steps, i9s, oauth, partners, roles, section1_link,
+    users,
+};
 use crate::{auth::Caller, error};
 
 #[derive(OpenApi)]
@@ -26,7 +30,8 @@ use crate::{auth::Caller, error};
     paths(
         oauth::token,
         employees::list, employees::get_one, employees::write::create, employees::write::update,
-        i9s::list, i9s::get_one, partners::section1, i9_steps::section2, i9_steps::complete, i9_steps::approve, i9_steps::park,
+        employees::periods::list, history::employee, history::i9, section1_link::reissue,
+        i9s::list, i9s::get_one, partners::section1, partners::locations, i9_steps::section2, i9_steps::complete, i9_steps::approve, i9_steps::park,
         eins::list, eins::get_one,
         groups::list, groups::get_one, groups::users,
         users::list, users::get_one,
@@ -34,8 +39,8 @@ use crate::{auth::Caller, error};
         health::healthz, health::readyz, health::metrics,
         openapi_json,
     ),
-    components(schemas(error::Problem, error::FieldError)),
-    modifiers(&Security, &ClosedBodies, &BodyRefusals, &ResponseHeaders)
+    components(schemas(error::Problem, error::FieldError, I9Event, EmploymentEvent)),
+    modifiers(&Security, &ClosedBodies, &BodyRefusals, &ResponseHeaders, &Webhooks)
 )]
 pub struct ApiDoc;
 
@@ -293,6 +298,124 @@ impl Modify for ResponseHeaders {
             }
         }
     }
+}
+
+/// The partner callbacks (docs/partners.md, "Status callbacks") as the
+/// OpenAPI 3.1 `webhooks` of the document: one per event type, a `post`
+/// whose body is the event's schema (`I9Event`, `EmploymentEvent`: the types
+/// `i9_common::events` records and the callback sends), with its `type`,
+/// the Standard Webhooks headers and the answers the service expects.
+///
+/// utoipa 5's `OpenApi` has no `webhooks` member: they are written into the
+/// document through its extensions (written into the object as they are),
+/// here and nowhere else. The event schemas are made strict here too: every
+/// member required (a nullable one is its type or `null`) and no other
+/// member, so a partner can validate a body as it is.
+struct Webhooks;
+
+/// The component schemas of the event payloads.
+pub const EVENT_SCHEMAS: [&str; 2] = ["I9Event", "EmploymentEvent"];
+
+impl Modify for Webhooks {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::schema::AdditionalProperties;
+        if let Some(components) = openapi.components.as_mut() {
+            for name in EVENT_SCHEMAS {
+                if let Some(RefOr::T(Schema::Object(o))) = components.schemas.get_mut(name) {
+                    o.required = o.properties.keys().cloned().collect();
+                    o.additional_properties = Some(Box::new(AdditionalProperties::FreeForm(false)));
+                }
+            }
+        }
+        let i9 = I9EventType::ALL.map(|t| {
+            let summary = match t {
+                I9EventType::Created => "An I-9 of a partner's employee was created",
+                I9EventType::StatusChanged => {
+                    "The status of an I-9 of a partner's employee changed"
+                }
+            };
+            (t.as_str(), "I9Event", summary)
+        });
+        let employment = EmploymentEventType::ALL.map(|t| {
+            let summary = match t {
+                EmploymentEventType::Terminated => {
+                    "A partner's employee was terminated (or its termination date changed)"
+                }
+                EmploymentEventType::TerminationCancelled => {
+                    "The termination of a partner's employee was cancelled"
+                }
+                EmploymentEventType::Rehired => "A partner's employee was re-hired",
+            };
+            (t.as_str(), "EmploymentEvent", summary)
+        });
+        let hooks: serde_json::Map<String, serde_json::Value> = i9
+            .into_iter()
+            .chain(employment)
+            .map(|(event_type, schema, summary)| {
+                (event_type.to_owned(), webhook(event_type, schema, summary))
+            })
+            .collect();
+        openapi
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert("webhooks".to_owned(), serde_json::Value::Object(hooks));
+    }
+}
+
+/// The webhook of event type `event_type`, whose body is component `schema`.
+fn webhook(event_type: &str, schema: &str, summary: &str) -> serde_json::Value {
+    use serde_json::json;
+    // `i9.status_changed` → `i9StatusChangedCallback`.
+    let mut operation_id = String::new();
+    let mut upper = false;
+    for c in event_type.chars() {
+        if c == '.' || c == '_' {
+            upper = true;
+        } else if upper {
+            operation_id.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            operation_id.push(c);
+        }
+    }
+    operation_id.push_str("Callback");
+    let header = |name: &str, description: &str, schema: serde_json::Value| json!({"name": name, "in": "header", "required": true, "description": description, "schema": schema});
+    json!({"post": {
+        "operationId": operation_id,
+        "tags": ["partners"],
+        "summary": summary,
+        "description": format!(
+            "Posted to the partner's `integrationHrUrl` with `type` `{event_type}`, signed as Standard \
+             Webhooks describes. Any 2xx answer is delivery; anything else, or no answer within 15 s, \
+             is retried with exponential backoff and jitter (30 attempts over about 20 hours), then \
+             dead-lettered; `410 Gone` stops the retries. At least once, possibly out of order: order \
+             an employee's events by `sequence`, and process a `webhook-id` once. See \
+             docs/partners.md, \"Status callbacks\"."
+        ),
+        "parameters": [
+            header("webhook-id", "The event's `eventId`: the same on every retry of the event", json!({"type": "string", "format": "uuid"})),
+            header("webhook-timestamp", "Seconds since the Unix epoch, at sending", json!({"type": "string", "pattern": "^[0-9]+$"})),
+            header(
+                "webhook-signature",
+                "`v1,<base64 HMAC-SHA256>` over `<webhook-id>.<webhook-timestamp>.<raw body>`, keyed with \
+                 the base64-decoded part of the partner's `whsec_` secret; during a secret rotation's overlap, \
+                 two of them, space-separated (docs/partners.md, \"Verifying a callback\")",
+                json!({"type": "string", "pattern": "^v1,[A-Za-z0-9+/]+={0,2}( v1,[A-Za-z0-9+/]+={0,2})?$"}),
+            ),
+        ],
+        "requestBody": {
+            "required": true,
+            "content": {"application/json": {"schema": {"allOf": [
+                {"$ref": format!("#/components/schemas/{schema}")},
+                {"properties": {"type": {"const": event_type}}},
+            ]}}},
+        },
+        "responses": {
+            "2XX": {"description": "Delivered: the event is not posted again"},
+            "410": {"description": "Gone: the service stops retrying this event (an operator can send it again)"},
+            "default": {"description": "Not delivered: retried later (docs/partners.md, \"The retry schedule\")"},
+        },
+    }})
 }
 
 /// A response of problem details (`error::Problem`).

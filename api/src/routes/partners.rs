@@ -1,32 +1,46 @@
 //! `POST /v1/partners/i9s/section1`: an applicant tracking system (a partner
-//! client) pushes a hire and starts the integrated I-9 (docs/partners.md).
+//! client) pushes a hire and starts the integrated I-9 (docs/partners.md);
+//! `GET /v1/partners/locations`: the groups it may push hires into.
 //!
 //! The employee is matched by the partner's `integrationCandidateId`: none
-//! creates it; a terminated one is re-hired (a new period of employment); an
-//! active one with an open I-9 is a 409. Then the I-9 is requested and the
-//! answer carries its Section 1 link. One transaction, like every write.
+//! creates it; a terminated one is re-hired (a new period of employment, and
+//! what its ended employment left open is parked); one still employed is a
+//! 409, whatever its I-9 (docs/partners.md, "The service matches the
+//! employee"). Then the I-9 is requested and the answer carries its Section 1
+//! link. One transaction, like every write.
 
-use axum::{extract::State, http::HeaderMap, response::Response};
+use axum::{
+    extract::{RawQuery, State},
+    http::HeaderMap,
+    response::Response,
+};
 use i9_common::{
     domain::{Permission, Scope},
     models::{
         employee::{self, Integration, Period},
+        i9,
         i9_request::I9Request,
     },
 };
 use serde::Serialize;
+use sqlx::FromRow;
+use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::employees::{
     input::PartnerHire,
-    write::{check_references, check_unique, section1_link},
+    write::{check_references, check_unique, read_body, section1_link},
 };
+use crate::list::Format;
 use crate::{
     auth::{Caller, Visibility},
     body::JsonBody,
     error::{ApiError, ApiResult, Problem},
     idempotency::{self, Outcome, Replay},
-    list::Link,
+    list::{
+        filter, no_computed, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse, PageSql,
+        Restrict,
+    },
     ssn_writes,
     state::AppState,
 };
@@ -43,16 +57,115 @@ pub struct Section1Started {
     pub links: Vec<Link>,
 }
 
+pub const LOCATION_FILTERS: &[FilterSpec] = &[filter("name", K::Text("g.name"))];
+
+/// Filters of `GET /v1/partners/locations` (exact match, case-insensitive).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct LocationFilters {
+    /// The group's name.
+    #[param(inline)]
+    name: Option<crate::list::params::Text>,
+    #[param(inline)]
+    page: Option<crate::list::params::Positive>,
+    #[param(inline)]
+    page_size: Option<crate::list::params::Positive>,
+}
+
+/// A group the partner may push hires into: its `id` is a `locationId` of
+/// the partner operation.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PartnerLocation {
+    /// The group's id: the `locationId` to send.
+    pub id: i64,
+    pub name: String,
+}
+
+/// A `groups` row, as the list of locations reads it (through its dynamic
+/// filters and the caller's groups).
+#[derive(Debug, FromRow)]
+struct LocationRow {
+    id: i64,
+    name: String,
+}
+
+impl From<LocationRow> for PartnerLocation {
+    fn from(row: LocationRow) -> Self {
+        Self {
+            id: row.id,
+            name: row.name,
+        }
+    }
+}
+
+// A partner's token reaches no other group route, so this is how it learns
+// its `locationId`s (docs/partners.md, "Find your locationId").
+/// The groups this partner client may push hires into.
+///
+/// Each `id` is a `locationId` that `POST /v1/partners/i9s/section1` accepts
+/// from this client: the groups of its user and the groups below them, or
+/// every group when the user's role has permission 11.
+#[utoipa::path(
+    get, path = "/v1/partners/locations", operation_id = "listPartnerLocations", tag = "partners",
+    params(LocationFilters),
+    responses(
+        (status = 200, description = "The groups the partner may push hires into, ordered by name (case-insensitive), then id", content((ListResponse<PartnerLocation> = "application/json"), (String = "text/csv"))),
+        (status = 406, description = "The Accept allows neither application/json nor text/csv", body = Problem, content_type = "application/problem+json"),
+        (status = 400, body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Not a partner client, or no permission 10", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["read"]))
+)]
+pub async fn locations(
+    State(state): State<AppState>,
+    caller: Caller,
+    format: Format,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Response> {
+    caller.require(Scope::Read, Permission::PartnerOperation)?;
+    if !caller.partner {
+        // As the operation itself answers such a caller: the route exists,
+        // and this client may not use it.
+        return Err(ApiError::Forbidden(
+            "Only a partner client may list the locations of the partner operation.".into(),
+        ));
+    }
+    let q = ListQuery::parse_as(raw.as_deref(), LOCATION_FILTERS, format)?;
+    let visibility = caller.visibility(&state.pool).await?;
+    let (rows, total) = q
+        .fetch_page::<LocationRow>(
+            &state.pool,
+            &state.cipher,
+            PageSql {
+                from: "FROM groups g WHERE TRUE",
+                count_from: None,
+                columns: "g.id, g.name",
+                order: "ORDER BY lower(g.name), g.name, g.id",
+                restrict: Some(Restrict::Group(&visibility, "g.id")),
+            },
+            &no_computed,
+        )
+        .await?;
+    Ok(ListResponse {
+        links: q.links("/v1/partners/locations", total),
+        search_result: rows.into_iter().map(PartnerLocation::from).collect(),
+        total,
+    }
+    .answer(format))
+}
+
 #[utoipa::path(
     post, path = "/v1/partners/i9s/section1", operation_id = "partnerSection1", tag = "partners",
     request_body(content = PartnerHire, content_type = "application/json"),
     params(("Idempotency-Key" = Option<String>, Header, max_length = 255, pattern = r"^[!-~]([\t -~]*[!-~])?$", description = "Replays the first response for 24 hours. 1 to 255 visible ASCII characters (spaces and tabs inside)")),
     responses(
-        (status = 201, description = "The employee was created or re-hired and its I-9 requested", body = Section1Started),
+        (status = 201, description = "The employee was created, or re-hired (an I-9 its ended employment left open is parked), and its I-9 requested", body = Section1Started),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not a partner client, or no permission 10", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The candidate is an active employee with an open I-9; or its profileId or SSN belongs to another employee", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The candidate is an employee still employed (not terminated), whatever its I-9: the employer terminates it first, then a push re-hires it; or its profileId or SSN belongs to another employee", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Writes of SSNs ending in the same four digits by a caller without permission 12 wait; see Retry-After (docs/api.md, \"Social security numbers\")", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
     ),
@@ -78,7 +191,10 @@ pub async fn section1(
         ));
     };
     let key = idempotency::key(&headers)?;
-    let hire = body.check(|b: PartnerHire| b.check(state.config.allow_private_callbacks))?;
+    let hire = read_body(&state, &body, |b: PartnerHire| {
+        b.check(state.config.allow_private_callbacks)
+    })
+    .await?;
     let candidate = hire.candidate.as_str();
     let visibility = caller.visibility(&state.pool).await?;
 
@@ -116,34 +232,44 @@ pub async fn section1(
         start: Some(hire.start_date),
         terminated: None,
     };
+    let base = state.config.public_base_url.as_str();
+    let actor = caller.actor();
+    let transaction = Uuid::new_v4().to_string();
+    // The matching rule (docs/partners.md, "The service matches the employee").
     let (id, action) = match existing {
         None => {
             check_unique(&mut tx, &state, &caller, &visibility, fields, None).await?;
             let id = employee::insert(&mut tx, &state.cipher, fields).await?;
-            employee::start_period(&mut tx, id, start).await?;
+            employee::start_period(&mut tx, id, start, base).await?;
             (id, "partner.create")
         }
         Some((id, current)) if current.is_terminated() => {
-            check_unique(&mut tx, &state, &caller, &visibility, fields, Some(id)).await?;
-            employee::update(&mut tx, &state.cipher, id, fields).await?;
-            employee::start_period(&mut tx, id, start).await?;
-            (id, "partner.rehire")
-        }
-        Some((id, current)) => {
-            if employee::has_open_i9(&mut tx, id).await? {
-                return Err(ApiError::Conflict(format!(
-                    "Candidate {candidate} is active employee {id} with an open I-9."
-                )));
+            // The new period starts after the ended one (docs/api.md,
+            // "Periods of employment"); nothing is written otherwise.
+            if let Some(e) = employee::new_period_error(&mut tx, id, start).await? {
+                return Err(ApiError::Validation(vec![e]));
             }
             check_unique(&mut tx, &state, &caller, &visibility, fields, Some(id)).await?;
+            // What the ended employment left open is parked, so that the new
+            // I-9 can start; before the update, so that an I-9 made here from
+            // a pending request keeps the data it was requested with.
+            i9::park_for_rehire(
+                &mut tx,
+                &state.cipher,
+                &actor,
+                id,
+                &format!(
+                    "Parked: candidate {candidate} was re-hired through the partner operation \
+                     (a new period of employment and a new I-9)."
+                ),
+                base,
+            )
+            .await?;
             employee::update(&mut tx, &state.cipher, id, fields).await?;
-            let period = Period {
-                terminated: current.terminated_date,
-                ..start
-            };
-            employee::set_period(&mut tx, id, current.period_id, period).await?;
-            (id, "partner.update")
+            employee::start_period(&mut tx, id, start, base).await?;
+            (id, "partner.rehire")
         }
+        Some((id, _)) => return Err(ApiError::Conflict(still_employed(candidate, id))),
     };
     employee::link_partner(
         &mut tx,
@@ -155,8 +281,8 @@ pub async fn section1(
             candidate,
             onboarding: hire.onboarding,
             request_id: caller.request_id.as_deref(),
-            transaction_id: &Uuid::new_v4().to_string(),
-            public_base_url: &state.config.public_base_url,
+            transaction_id: &transaction,
+            public_base_url: base,
             return_url: hire.return_url.as_deref(),
         },
     )
@@ -165,11 +291,12 @@ pub async fn section1(
         hire.onboarding,
         &state.config.public_base_url,
         state.config.section1_link_ttl,
-    );
+    )
+    .of_partner_push(transaction);
     request.insert(&mut tx, &state.cipher, id).await?;
     employee::audit(
         &mut tx,
-        &caller.actor(),
+        &actor,
         action,
         id,
         serde_json::json!({ "candidate": candidate, "onboardingType": hire.onboarding }),
@@ -195,6 +322,16 @@ pub async fn section1(
         &answer,
     )
     .await
+}
+
+/// The 409 of a push of a candidate whose employee is still employed
+/// (whatever the state of its I-9s): a push re-hires only a terminated one.
+fn still_employed(candidate: &str, id: i64) -> String {
+    format!(
+        "Candidate {candidate} is employee {id}, who is still employed. A push creates a new \
+         employee or re-hires a terminated one: the employer terminates employee {id} first \
+         (terminatedDate), then a push of the candidate re-hires it with a new I-9."
+    )
 }
 
 /// The answer to a repeated call, rendered again (404 if the caller no
@@ -226,4 +363,8 @@ async fn replay_answer(
         links: vec![Link::new("self", format!("/v1/employees/{id}"))],
     };
     replay.respond(&answer)
+}
+
+impl crate::list::CsvColumns for PartnerLocation {
+    const COLUMNS: &'static [&'static str] = &["id", "name"];
 }

@@ -10,6 +10,7 @@ use sqlx::FromRow;
 use utoipa::{IntoParams, ToSchema};
 
 use super::Id;
+use crate::list::Format;
 use crate::{
     auth::Caller,
     error::{ApiError, ApiResult, Problem},
@@ -18,6 +19,7 @@ use crate::{
     },
     state::AppState,
 };
+use axum::response::Response;
 
 pub const FILTERS: &[FilterSpec] = &[filter("name", K::Text("name"))];
 
@@ -96,7 +98,8 @@ impl From<RoleRow> for RoleRecord {
 #[utoipa::path(
     get, path = "/v1/roles", operation_id = "listRoles", tag = "roles", params(RoleFilters),
     responses(
-        (status = 200, body = ListResponse<RoleSummary>),
+        (status = 200, content((ListResponse<RoleSummary> = "application/json"), (String = "text/csv"))),
+        (status = 406, description = "The Accept allows neither application/json nor text/csv", body = Problem, content_type = "application/problem+json"),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
@@ -106,10 +109,11 @@ impl From<RoleRow> for RoleRecord {
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
+    format: Format,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<ListResponse<RoleSummary>>> {
+) -> ApiResult<Response> {
     caller.require(Scope::Read, Permission::ViewRoles)?;
-    let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
+    let q = ListQuery::parse_as(raw.as_deref(), FILTERS, format)?;
     let (rows, total) = q
         .fetch_page::<RoleSummaryRow>(
             &state.pool,
@@ -124,10 +128,12 @@ pub async fn list(
             &no_computed,
         )
         .await?;
-    Ok(Json(ListResponse {
+    Ok(ListResponse {
         links: q.links("/v1/roles", total),
         search_result: rows.into_iter().map(RoleSummary::from).collect(),
-    }))
+        total,
+    }
+    .answer(format))
 }
 
 #[utoipa::path(
@@ -160,4 +166,8 @@ pub async fn get_one(
     .await?
     .ok_or(ApiError::NotFound)?;
     Ok(Json(RoleRecord::from(row)))
+}
+
+impl crate::list::CsvColumns for RoleSummary {
+    const COLUMNS: &'static [&'static str] = &["id", "name", "description"];
 }

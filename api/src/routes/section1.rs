@@ -20,10 +20,10 @@ use axum::{
 };
 use chrono::{NaiveDate, Utc};
 use i9_common::{
-    crypto::{token_hash, Purpose},
+    crypto::token_hash,
     domain::{parse_date, Attestation, I9Status, Ssn, SsnError, Step},
     models::{
-        i9::{self as lifecycle, Section1, StoredSsn},
+        i9::{self as lifecycle, Section1},
         Actor, WriteError,
     },
 };
@@ -80,7 +80,15 @@ struct Text {
     /// Around the seconds until the preparing page looks again.
     looks_again: (&'static str, &'static str),
     other_lang: &'static str,
+    /// The names the error summary gives the fields whose labels are long
+    /// (the others are named by their labels).
+    dob_name: &'static str,
+    attest_name: &'static str,
+    agree_name: &'static str,
+    signature_name: &'static str,
     required: &'static str,
+    choose_one: &'static str,
+    check_box: &'static str,
     bad_date: &'static str,
     bad_ssn: &'static str,
     never_issued_ssn: &'static str,
@@ -129,7 +137,13 @@ const EN: Text = Text {
     preparing: "Your Form I-9 is being prepared.",
     looks_again: ("This page looks again in", "seconds; you can also reload it yourself."),
     other_lang: "Ver en español",
+    dob_name: "Date of birth",
+    attest_name: "Citizenship or immigration status",
+    agree_name: "Penalty of perjury statement",
+    signature_name: "Signature",
     required: "This field is required.",
+    choose_one: "Check one of the four boxes.",
+    check_box: "Check the box to confirm you are aware of it.",
     bad_date: "Enter a real date, YYYY-MM-DD or MM/DD/YYYY.",
     bad_ssn: "Enter the number as ###-##-####.",
     never_issued_ssn: "This is not a number the Social Security Administration issues; check it on your card.",
@@ -178,7 +192,13 @@ const ES: Text = Text {
     preparing: "Su Formulario I-9 se está preparando.",
     looks_again: ("Esta página vuelve a cargarse en", "segundos; también puede volver a cargarla usted."),
     other_lang: "View in English",
+    dob_name: "Fecha de nacimiento",
+    attest_name: "Estatus de ciudadanía o inmigración",
+    agree_name: "Declaración bajo pena de perjurio",
+    signature_name: "Firma",
     required: "Este campo es obligatorio.",
+    choose_one: "Marque una de las cuatro casillas.",
+    check_box: "Marque la casilla para confirmar que lo entiende.",
     bad_date: "Escriba una fecha válida, AAAA-MM-DD o MM/DD/AAAA.",
     bad_ssn: "Escriba el número como ###-##-####.",
     never_issued_ssn: "La Administración del Seguro Social no emite este número; compruébelo en su tarjeta.",
@@ -190,6 +210,38 @@ const ES: Text = Text {
     too_long: "Es demasiado largo.",
     unreadable: "Contiene caracteres que no se pueden usar; escríbalo de nuevo.",
 };
+
+impl Text {
+    /// The name of the form's field `field` in the error summary: its label
+    /// without the `*` of a required field, or a shorter name.
+    fn field_name(&self, field: &'static str) -> &'static str {
+        let label = match field {
+            "lastName" => self.last,
+            "firstName" => self.first,
+            "middleInitial" => self.middle,
+            "otherLastNames" => self.other,
+            "addressStreet" => self.street,
+            "addressApartment" => self.apt,
+            "addressCity" => self.city,
+            "addressState" => self.state,
+            "addressZip" => self.zip,
+            "dateOfBirth" => self.dob_name,
+            "socialSecurityNumber" => self.ssn,
+            "emailAddress" => self.email,
+            "phoneNumber" => self.phone,
+            "attestation" => self.attest_name,
+            "alienNumber" => self.a_number,
+            "workAuthorizationExpiration" => self.expires,
+            "admissionNumber" => self.admission,
+            "foreignPassportNumber" => self.passport,
+            "foreignPassportCountry" => self.country,
+            "agree" => self.agree_name,
+            "signature" => self.signature_name,
+            other => other,
+        };
+        label.strip_suffix(" *").unwrap_or(label)
+    }
+}
 
 impl Lang {
     fn code(self) -> &'static str {
@@ -438,8 +490,10 @@ impl Input<'_> {
     }
 }
 
-/// One choice of the attestation.
+/// One choice of the attestation; the first carries the id the error
+/// summary links to.
 struct Radio {
+    id: Option<&'static str>,
     value: &'static str,
     label: &'static str,
     checked: bool,
@@ -453,7 +507,9 @@ struct FormPage<'a> {
     other: &'static str,
     title: &'static str,
     t: &'static Text,
-    errors: &'a [(&'static str, &'static str)],
+    /// The error summary: each entry's field id (its link) and text, which
+    /// names the field.
+    summary: Vec<(&'static str, String)>,
     personal: Vec<Input<'a>>,
     radios: Vec<Radio>,
     attestation_error: Option<&'static str>,
@@ -523,7 +579,9 @@ impl<'a> FormPage<'a> {
         // One box per attestation, in the form's order (the match is exhaustive).
         let radios = Attestation::ALL
             .iter()
-            .map(|&value| Radio {
+            .enumerate()
+            .map(|(i, &value)| Radio {
+                id: (i == 0).then_some("attestation"),
                 value: value.as_str(),
                 label: match value {
                     Attestation::Citizen => t.citizen,
@@ -563,7 +621,10 @@ impl<'a> FormPage<'a> {
             other: lang.other().code(),
             title: t.title,
             t,
-            errors,
+            summary: errors
+                .iter()
+                .map(|&(field, message)| (field, format!("{}: {message}", t.field_name(field))))
+                .collect(),
             personal,
             radios,
             attestation_error: error("attestation"),
@@ -728,10 +789,10 @@ pub async fn sign(
                 errors.push(("alienNumber", t.need_alien_doc));
             }
         }
-        None => errors.push(("attestation", t.required)),
+        None => errors.push(("attestation", t.choose_one)),
     }
     if f.agree != "yes" {
-        errors.push(("agree", t.required));
+        errors.push(("agree", t.check_box));
     }
     let normal = |s: &str| {
         s.split_whitespace()
@@ -769,10 +830,7 @@ pub async fn sign(
         address_state: f.address_state.clone(),
         address_zip: f.address_zip.clone(),
         date_of_birth,
-        ssn: ssn.as_ref().map(|s| StoredSsn {
-            ciphertext: state.cipher.encrypt_ssn(Purpose::I9Ssn, s),
-            last4: s.last4().to_owned(),
-        }),
+        ssn,
         email_address: opt(&f.email_address),
         phone_number: opt(&f.phone_number),
         attestation,
@@ -790,6 +848,7 @@ pub async fn sign(
     let mut tx = state.pool.begin().await?;
     match lifecycle::sign_section1(
         &mut tx,
+        &state.cipher,
         &actor,
         i9,
         link.request,

@@ -15,6 +15,7 @@ use sqlx::FromRow;
 use utoipa::{IntoParams, ToSchema};
 
 use super::Id;
+use crate::list::Format;
 use crate::{
     auth::Caller,
     error::{ApiError, ApiResult, Problem},
@@ -24,6 +25,7 @@ use crate::{
     },
     state::AppState,
 };
+use axum::response::Response;
 
 pub const FILTERS: &[FilterSpec] = &[
     filter("emailAddress", K::Text("u.email_address")),
@@ -206,7 +208,8 @@ fn select_users() -> String {
 #[utoipa::path(
     get, path = "/v1/users", operation_id = "listUsers", tag = "users", params(UserFilters),
     responses(
-        (status = 200, description = "Users ordered by fullName", body = ListResponse<UserSummary>),
+        (status = 200, description = "Users ordered by fullName", content((ListResponse<UserSummary> = "application/json"), (String = "text/csv"))),
+        (status = 406, description = "The Accept allows neither application/json nor text/csv", body = Problem, content_type = "application/problem+json"),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
@@ -216,10 +219,11 @@ fn select_users() -> String {
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
+    format: Format,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<ListResponse<UserSummary>>> {
+) -> ApiResult<Response> {
     caller.require(Scope::Read, Permission::ViewUsers)?;
-    let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
+    let q = ListQuery::parse_as(raw.as_deref(), FILTERS, format)?;
     let visibility = caller.visibility(&state.pool).await?;
     let (rows, total) = q
         .fetch_page::<UserRow>(
@@ -237,10 +241,12 @@ pub async fn list(
             &no_computed,
         )
         .await?;
-    Ok(Json(ListResponse {
+    Ok(ListResponse {
         links: q.links("/v1/users", total),
         search_result: rows.into_iter().map(UserSummary::from).collect(),
-    }))
+        total,
+    }
+    .answer(format))
 }
 
 #[utoipa::path(
@@ -271,4 +277,19 @@ pub async fn get_one(
         .await?
         .ok_or(ApiError::NotFound)?;
     Ok(Json(UserRecord::from(row)))
+}
+
+impl crate::list::CsvColumns for UserSummary {
+    const COLUMNS: &'static [&'static str] = &[
+        "id",
+        "firstName",
+        "lastName",
+        "fullName",
+        "title",
+        "emailAddress",
+        "retired",
+        "role",
+        "groups",
+        "profileId",
+    ];
 }

@@ -8,6 +8,10 @@ use chrono::{DateTime, NaiveDate, Utc};
 #[error("must be a date written YYYY-MM-DD or MM/DD/YYYY, in the years 1900 to 2099")]
 pub struct DateParseError;
 
+/// What a value that is not such a date is told (`invalid_date`), once.
+pub const DATE_RULE: &str =
+    "Must be a date written YYYY-MM-DD or MM/DD/YYYY, in the years 1900 to 2099.";
+
 /// The years a date may have. No date of an employee or an I-9 falls
 /// outside them, and a date computed from one (`dateDue`, three business
 /// days later) stays a four-digit year.

@@ -16,7 +16,7 @@ use utoipa::{
     PartialSchema,
 };
 
-use super::{parse_date, Ssn, SsnError};
+use super::{parse_date, Ssn, SsnError, DATE_RULE};
 
 /// Why a value did not parse: a stable code and a message for the client.
 /// Never the value itself (it may be a social security number).
@@ -87,6 +87,14 @@ impl<T> Field<T> {
     pub fn optional(self) -> Result<Option<T>, Invalid> {
         self.patch().map(Option::flatten)
     }
+
+    /// The value, when one was given and parsed.
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            Field::Value(v) => Some(v),
+            _ => None,
+        }
+    }
 }
 
 impl<'de, T: FromJson> Deserialize<'de> for Field<T> {
@@ -155,6 +163,11 @@ pub struct Required<T>(Field<T>);
 impl<T> Required<T> {
     pub fn get(self) -> Result<T, Invalid> {
         self.0.required()
+    }
+
+    /// The value, when one was given and parsed.
+    pub fn value(&self) -> Option<&T> {
+        self.0.value()
     }
 }
 
@@ -322,12 +335,9 @@ impl FromJson for CalendarDate {
         let s = value
             .as_str()
             .ok_or_else(|| Invalid::not("a date string (YYYY-MM-DD or MM/DD/YYYY)"))?;
-        parse_date(s).map(CalendarDate).map_err(|_| {
-            Invalid::new(
-                "invalid_date",
-                "Must be a date written YYYY-MM-DD or MM/DD/YYYY, in the years 1900 to 2099.",
-            )
-        })
+        parse_date(s)
+            .map(CalendarDate)
+            .map_err(|_| Invalid::new("invalid_date", DATE_RULE))
     }
 }
 
@@ -434,8 +444,8 @@ impl FromJson for Ssn {
             .as_str()
             .ok_or_else(|| Invalid::not("a string written ###-##-####"))?;
         Ssn::parse(s.trim()).map_err(|e| match e {
-            SsnError::Format => Invalid::new("invalid_format", "Must be written ###-##-####."),
-            SsnError::Invalid => Invalid::new("invalid_value", "Is not a number the SSA issues."),
+            SsnError::Format => Invalid::new("invalid_format", Ssn::FORMAT_RULE),
+            SsnError::Invalid => Invalid::new("invalid_value", Ssn::NEVER_ISSUED),
         })
     }
 }
@@ -594,12 +604,8 @@ impl FromJson for I9Choice {
             value,
             &[("yes", I9Choice::Yes), ("if allowed", I9Choice::IfAllowed)],
         )
-        .map_err(|_| {
-            Invalid::new(
-                "invalid_value",
-                "Must be \"yes\" or \"if allowed\" (lower case).",
-            )
-        })
+        // Not a string stays `invalid_type` (docs/api.md, "The body").
+        .map_err(|e| Invalid::new(e.code, "Must be \"yes\" or \"if allowed\" (lower case)."))
     }
 }
 

@@ -6,13 +6,15 @@ mod date;
 pub mod fields;
 pub mod password;
 mod permission;
+mod section1;
 mod ssn;
 mod status;
 mod text_enum;
 
-pub use date::{format_date, format_timestamp, parse_date, DateParseError};
+pub use date::{format_date, format_timestamp, parse_date, DateParseError, DATE_RULE};
 pub use fields::{Field, FromJson, I9Choice, Invalid, Language, OnboardingType, Required};
 pub use permission::{Permission, Scope, Scopes};
+pub use section1::{DifferenceReason, Section1Difference, Section1Field};
 pub use ssn::{Ssn, SsnError};
 pub mod ssn_mask {
     pub use super::ssn::mask_last4;

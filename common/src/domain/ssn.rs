@@ -16,6 +16,14 @@ pub enum SsnError {
 }
 
 impl Ssn {
+    /// What a number not written `###-##-####` is told (`invalid_format`).
+    pub const FORMAT_RULE: &'static str = "Must be written ###-##-####.";
+    /// What a number written right that is never issued is told
+    /// (`invalid_value`); never the number itself.
+    pub const NEVER_ISSUED: &'static str = "Not a valid social security number: the first three \
+        digits cannot be 000, 666 or 900-999, the middle two cannot be 00 and the last four cannot \
+        be 0000.";
+
     /// Accepts `###-##-####` only (the specification's format).
     pub fn parse(input: &str) -> Result<Self, SsnError> {
         let b = input.as_bytes();

@@ -29,6 +29,9 @@ macro_rules! text_enum {
             /// Every value, in declaration order.
             pub const ALL: &'static [Self] = &[$(Self::$variant),+];
 
+            /// Every spelling, in declaration order.
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
+
             /// The spelling stored in the database and shown by the API.
             pub const fn as_str(self) -> &'static str {
                 match self {

@@ -20,6 +20,7 @@ use crate::{
         },
         I9Status, Language, OnboardingType, Ssn,
     },
+    events::{self, EmploymentEventType},
     jobs::Job,
     outbox,
 };
@@ -615,14 +616,106 @@ pub async fn lock_candidate(
     Ok(lock(conn, id).await?.map(|l| (id, l)))
 }
 
-/// Set the latest period of employment of `id` (its first when it has none).
+/// What a change of the current period of employment from `was` to `now`
+/// tells a partner: a termination date set or changed is a termination, one
+/// removed cancels it; a change of the start date alone tells nothing. A new
+/// period after an earlier one (a re-hire) is [`start_period`]'s.
+pub fn employment_change(was: Period, now: Period) -> Option<EmploymentEventType> {
+    match (was.terminated, now.terminated) {
+        (None, Some(_)) => Some(EmploymentEventType::Terminated),
+        (Some(a), Some(b)) if a != b => Some(EmploymentEventType::Terminated),
+        (Some(_), None) => Some(EmploymentEventType::TerminationCancelled),
+        _ => None,
+    }
+}
+
+/// Periods of employment never overlap (docs/api.md, "Periods of
+/// employment"): a period starts after the employee's earlier periods ended.
+/// The `startDate` of a new period (a re-hire) must be after every period
+/// the employee has; `None` when it is, or when it has no start to compare.
+/// [`start_period`] holds to it; a route asks first, to name the field with
+/// the body's other errors.
+pub async fn new_period_error(
+    conn: &mut PgConnection,
+    id: i64,
+    period: Period,
+) -> Result<Option<FieldError>, sqlx::Error> {
+    overlap_error(conn, id, period.start, None).await
+}
+
+/// The same rule for a change of the current period (`current`, as [`lock`]
+/// found it) to `period`: a `startDate` that changes must be after the
+/// periods before it. [`set_period`] holds to it.
+pub async fn period_change_error(
+    conn: &mut PgConnection,
+    id: i64,
+    current: &Locked,
+    period: Period,
+) -> Result<Option<FieldError>, sqlx::Error> {
+    match current.period_id {
+        Some(pid) if period.start != current.start_date => {
+            overlap_error(conn, id, period.start, Some(pid)).await
+        }
+        // The first period (none yet), or the start kept as it is.
+        _ => Ok(None),
+    }
+}
+
+/// `start` against the employee's periods (those before period `before`,
+/// or all of them): it must be after the last date any of them covers.
+async fn overlap_error(
+    conn: &mut PgConnection,
+    id: i64,
+    start: Option<NaiveDate>,
+    before: Option<i64>,
+) -> Result<Option<FieldError>, sqlx::Error> {
+    let Some(start) = start else { return Ok(None) };
+    let bounds = sqlx::query!(
+        r#"SELECT max(terminated_date) AS terminated, max(start_date) AS started
+           FROM employment_periods WHERE employee_id = $1 AND ($2::BIGINT IS NULL OR id < $2)"#,
+        id,
+        before,
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    // The last date covered: a termination date, or (a period left without
+    // one, which the API does not write before a later period) a start.
+    let last = match (bounds.terminated, bounds.started) {
+        (Some(t), Some(s)) if s > t => Some((s, "startDate")),
+        (Some(t), _) => Some((t, "terminatedDate")),
+        (None, s) => s.map(|s| (s, "startDate")),
+    };
+    Ok(match last {
+        Some((last, what)) if start <= last => Some(FieldError::new(
+            "startDate",
+            "before_termination",
+            format!(
+                "Must be after {last}, the {what} of the employee's previous period of \
+                 employment: periods of employment do not overlap."
+            ),
+        )),
+        _ => None,
+    })
+}
+
+/// Set the latest period of employment of `id` (its first when it has none)
+/// to `period`, from `current` (the employee as [`lock`] found it). A change
+/// of its employment ([`employment_change`]) is recorded as a partner event
+/// when the employee is a partner's (docs/partners.md, "Status callbacks"),
+/// whoever makes it: this is the one place the current period is changed.
+/// A `startDate` on or before the previous period's end is refused
+/// ([`period_change_error`]).
 pub async fn set_period(
     conn: &mut PgConnection,
     id: i64,
-    current: Option<i64>,
+    current: &Locked,
     period: Period,
-) -> Result<(), sqlx::Error> {
-    match current {
+    public_base_url: &str,
+) -> Result<(), WriteError> {
+    if let Some(e) = period_change_error(conn, id, current, period).await? {
+        return Err(WriteError::Invalid(vec![e]));
+    }
+    match current.period_id {
         Some(pid) => {
             sqlx::query!(
                 "UPDATE employment_periods SET start_date = $2, terminated_date = $3 WHERE id = $1",
@@ -633,26 +726,65 @@ pub async fn set_period(
             .execute(&mut *conn)
             .await?;
         }
-        None => start_period(conn, id, period).await?,
+        None => insert_period(conn, id, period).await.map(|_| ())?,
+    }
+    if let Some(kind) = employment_change(current.period(), period) {
+        events::record_employment_change(
+            conn,
+            id,
+            kind,
+            period.start,
+            period.terminated,
+            public_base_url,
+        )
+        .await?;
     }
     Ok(())
 }
 
-/// Start a new period of employment of `id` (a re-hire).
+/// Start a new period of employment of `id`: its first (a new employee), or
+/// a re-hire, which is recorded as a partner event (`employee.rehired`) when
+/// the employee is a partner's, whoever re-hires it. It starts after the
+/// employee's earlier periods ([`new_period_error`]).
 pub async fn start_period(
     conn: &mut PgConnection,
     id: i64,
     period: Period,
-) -> Result<(), sqlx::Error> {
-    sqlx::query!(
-        "INSERT INTO employment_periods (employee_id, start_date, terminated_date) VALUES ($1, $2, $3)",
+    public_base_url: &str,
+) -> Result<(), WriteError> {
+    if let Some(e) = new_period_error(conn, id, period).await? {
+        return Err(WriteError::Invalid(vec![e]));
+    }
+    if insert_period(conn, id, period).await? {
+        events::record_employment_change(
+            conn,
+            id,
+            EmploymentEventType::Rehired,
+            period.start,
+            None,
+            public_base_url,
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Insert a period of employment of `id`; returns whether it had one before.
+async fn insert_period(
+    conn: &mut PgConnection,
+    id: i64,
+    period: Period,
+) -> Result<bool, sqlx::Error> {
+    // The statement's subquery sees the table as it was before the insert.
+    sqlx::query_scalar!(
+        r#"INSERT INTO employment_periods (employee_id, start_date, terminated_date) VALUES ($1, $2, $3)
+           RETURNING EXISTS (SELECT 1 FROM employment_periods WHERE employee_id = $1) AS "earlier!""#,
         id,
         period.start,
         period.terminated,
     )
-    .execute(&mut *conn)
-    .await?;
-    Ok(())
+    .fetch_one(&mut *conn)
+    .await
 }
 
 /// Whether `employee` has an open I-9, or one being created.
@@ -779,4 +911,41 @@ pub async fn audit(
         Entry::new(action, "employee", id).detail(detail),
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn period(terminated: Option<u32>) -> Period {
+        let day = |d| NaiveDate::from_ymd_opt(2026, 12, d).unwrap();
+        Period {
+            start: Some(day(1)),
+            terminated: terminated.map(day),
+        }
+    }
+
+    #[test]
+    fn a_termination_set_changed_or_removed_is_an_employment_change() {
+        use EmploymentEventType::{Terminated, TerminationCancelled};
+        let cases = [
+            (None, None, None),
+            (None, Some(20), Some(Terminated)),
+            (Some(20), Some(20), None),
+            (Some(20), Some(22), Some(Terminated)),
+            (Some(20), None, Some(TerminationCancelled)),
+        ];
+        for (was, now, expected) in cases {
+            assert_eq!(
+                employment_change(period(was), period(now)),
+                expected,
+                "{was:?} -> {now:?}"
+            );
+        }
+        let moved_start = Period {
+            start: NaiveDate::from_ymd_opt(2026, 11, 2),
+            ..period(Some(20))
+        };
+        assert_eq!(employment_change(period(Some(20)), moved_start), None);
+    }
 }

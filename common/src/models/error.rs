@@ -45,6 +45,10 @@ pub enum WriteError {
     NotFound,
     #[error(transparent)]
     Database(#[from] sqlx::Error),
+    /// A stored value (an SSN the write copies) does not decrypt under the
+    /// key ring (docs/operations.md, "Keys and rotation").
+    #[error(transparent)]
+    Undecryptable(#[from] crate::crypto::DecryptError),
 }
 
 impl WriteError {

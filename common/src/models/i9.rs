@@ -17,10 +17,12 @@ use uuid::Uuid;
 
 use super::{
     audit::{self, Actor, Entry},
+    section1_feed::{self, Attested},
     WriteError,
 };
 use crate::{
-    domain::{calendar::business_days_after, Attestation, I9Status, Step, FORM_VERSION},
+    crypto::{DataCipher, Purpose},
+    domain::{calendar::business_days_after, Attestation, I9Status, Ssn, Step, FORM_VERSION},
     events,
 };
 
@@ -51,6 +53,8 @@ pub struct NewI9 {
     pub address_city: Option<String>,
     pub address_state: Option<String>,
     pub address_zip: Option<String>,
+    /// The partner push that started it (`IntegrationTransactionId`), if one did.
+    pub integration_transaction_id: Option<String>,
 }
 
 /// Create an I-9 in [`I9Status::INITIAL`] and record its partner event (an
@@ -71,9 +75,10 @@ pub async fn create(
         "INSERT INTO i9s (employee_id, employment_period_id, status, remote, onboarding_type, form_version,
                           date_created, date_due, start_date, first_name, last_name, middle_initial, other_name,
                           date_of_birth, ssn_ciphertext, ssn_last4, email_address, phone_number,
-                          address_street, address_apartment, address_city, address_state, address_zip)
+                          address_street, address_apartment, address_city, address_state, address_zip,
+                          integration_transaction_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17,
-                 $18, $19, $20, $21, $22, $23)
+                 $18, $19, $20, $21, $22, $23, $24)
          RETURNING id",
         new.employee_id,
         new.employment_period_id,
@@ -98,6 +103,7 @@ pub async fn create(
         new.address_city.as_deref(),
         new.address_state.as_deref(),
         new.address_zip.as_deref(),
+        new.integration_transaction_id.as_deref(),
     )
     .fetch_one(&mut *conn)
     .await;
@@ -114,6 +120,228 @@ pub async fn create(
     Ok(id)
 }
 
+/// What [`create_requested`] did with an I-9 request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Requested {
+    /// It created I-9 `id` for employee `employee_id` (`remote`: a remote hire).
+    Created {
+        id: i64,
+        employee_id: i64,
+        remote: bool,
+    },
+    /// The request had its I-9 already.
+    Answered(i64),
+}
+
+/// An I-9 request, locked.
+struct RequestRow {
+    employee_id: i64,
+    remote: bool,
+    onboarding_type: Option<String>,
+    i9_id: Option<i64>,
+    integration_transaction_id: Option<String>,
+}
+
+/// What the I-9 copies from its employee: the employee's data and current
+/// period of employment.
+struct EmployeeRow {
+    first_name: String,
+    last_name: String,
+    middle_name: Option<String>,
+    other_name: Option<String>,
+    date_of_birth: Option<NaiveDate>,
+    ssn_ciphertext: Option<Vec<u8>>,
+    ssn_last4: Option<String>,
+    email_address: Option<String>,
+    phone_number: Option<String>,
+    address_street: Option<String>,
+    address_apartment: Option<String>,
+    address_city: Option<String>,
+    address_state: Option<String>,
+    address_zip: Option<String>,
+    start_date: Option<NaiveDate>,
+    period_id: Option<i64>,
+}
+
+/// Create the I-9 that request `request` asks for, from its employee's data
+/// and current period now, and link the request to it ([`create`]: an
+/// employee with an open I-9 is a [`WriteError::Conflict`] that spends the
+/// transaction). The request's row is locked first: of two callers (the
+/// worker's `create_i9`, and a partner re-hire that parks what the ended
+/// employment left open), the second finds the I-9 of the first
+/// ([`Requested::Answered`]). An unknown request is [`WriteError::NotFound`].
+pub async fn create_requested(
+    conn: &mut PgConnection,
+    cipher: &DataCipher,
+    request: Uuid,
+    public_base_url: &str,
+) -> Result<Requested, WriteError> {
+    let r = sqlx::query_as!(
+        RequestRow,
+        "SELECT employee_id, remote, onboarding_type, i9_id, integration_transaction_id
+         FROM i9_requests WHERE id = $1 FOR UPDATE",
+        request,
+    )
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(WriteError::NotFound)?;
+    if let Some(id) = r.i9_id {
+        return Ok(Requested::Answered(id));
+    }
+    let e = sqlx::query_as!(
+        EmployeeRow,
+        r#"SELECT e.first_name, e.last_name, e.middle_name, e.other_name, e.date_of_birth, e.ssn_ciphertext,
+                  e.ssn_last4, e.email_address,
+                  COALESCE(e.cell_number, e.home_number, e.work_number) AS phone_number,
+                  e.address_street, e.address_apartment, e.address_city, e.address_state, e.address_zip,
+                  p.start_date AS "start_date?", p.id AS "period_id?"
+           FROM employees e
+           LEFT JOIN LATERAL (SELECT id, start_date FROM employment_periods WHERE employee_id = e.id
+                              ORDER BY id DESC LIMIT 1) p ON TRUE
+           WHERE e.id = $1"#,
+        r.employee_id,
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    // The I-9 keeps its own copy of the number, under its own key purpose.
+    let ssn = match e.ssn_ciphertext {
+        Some(ct) => {
+            let ssn = cipher.decrypt_ssn(Purpose::EmployeeSsn, &ct)?;
+            Some(cipher.encrypt_ssn(Purpose::I9Ssn, &ssn))
+        }
+        None => None,
+    };
+    let new = NewI9 {
+        employee_id: r.employee_id,
+        employment_period_id: e.period_id,
+        remote: r.remote,
+        onboarding_type: r.onboarding_type,
+        start_date: e.start_date,
+        first_name: e.first_name,
+        last_name: e.last_name,
+        middle_name: e.middle_name,
+        other_name: e.other_name,
+        date_of_birth: e.date_of_birth,
+        ssn_ciphertext: ssn,
+        ssn_last4: e.ssn_last4,
+        email_address: e.email_address,
+        phone_number: e.phone_number,
+        address_street: e.address_street,
+        address_apartment: e.address_apartment,
+        address_city: e.address_city,
+        address_state: e.address_state,
+        address_zip: e.address_zip,
+        integration_transaction_id: r.integration_transaction_id,
+    };
+    let id = create(conn, &new, public_base_url).await?;
+    sqlx::query!(
+        "UPDATE i9_requests SET i9_id = $2 WHERE id = $1",
+        request,
+        id,
+    )
+    .execute(&mut *conn)
+    .await?;
+    Ok(Requested::Created {
+        id,
+        employee_id: r.employee_id,
+        remote: r.remote,
+    })
+}
+
+/// Park what the ended employment of `employee` left open, for its re-hire
+/// through the partner operation (docs/partners.md, "The service matches the
+/// employee"): its open I-9, and the I-9 of a request still pending (created
+/// now, then parked), each with its own status event and audit entry by
+/// `actor`, `reason` added to its `i9Notes`. The employee's row must be
+/// locked (no new request can start meanwhile). Returns the I-9s parked.
+pub async fn park_for_rehire(
+    conn: &mut PgConnection,
+    cipher: &DataCipher,
+    actor: &Actor,
+    employee: i64,
+    reason: &str,
+    public_base_url: &str,
+) -> Result<Vec<i64>, WriteError> {
+    let mut parked = Vec::new();
+    // The open I-9 first: a pending request cannot become an I-9 beside it.
+    if let Some(open) = open_of(conn, employee).await? {
+        park_superseded(conn, actor, open, reason, public_base_url).await?;
+        parked.push(open);
+    }
+    let pending = sqlx::query_scalar!(
+        "SELECT id FROM i9_requests WHERE employee_id = $1 AND i9_id IS NULL",
+        employee,
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
+    if let Some(request) = pending {
+        // Created here, or by the worker a moment ago: parked either way.
+        create_requested(conn, cipher, request, public_base_url).await?;
+        if let Some(open) = open_of(conn, employee).await? {
+            park_superseded(conn, actor, open, reason, public_base_url).await?;
+            parked.push(open);
+        }
+    }
+    Ok(parked)
+}
+
+/// Park open I-9 `id` because its employment ended and a new one began:
+/// `reason` is added to its notes and to the audit entry.
+async fn park_superseded(
+    conn: &mut PgConnection,
+    actor: &Actor,
+    id: i64,
+    reason: &str,
+    public_base_url: &str,
+) -> Result<(), WriteError> {
+    park_with(conn, actor, id, Notes::Append(reason), public_base_url).await
+}
+
+/// What a park does to `i9Notes`.
+enum Notes<'a> {
+    /// Replace them (an HR park with a reason), or keep them (`None`).
+    Replace(Option<&'a str>),
+    /// Add a line (a park the service makes), also named in the audit entry.
+    Append(&'a str),
+}
+
+async fn park_with(
+    conn: &mut PgConnection,
+    actor: &Actor,
+    id: i64,
+    notes: Notes<'_>,
+    public_base_url: &str,
+) -> Result<(), WriteError> {
+    let (current, next) = begin(conn, id, Step::Park).await?;
+    let (replace, append) = match notes {
+        Notes::Replace(n) => (n, None),
+        Notes::Append(n) => (None, Some(n)),
+    };
+    sqlx::query!(
+        "UPDATE i9s SET status = $2, updated_at = now(),
+                i9_notes = CASE WHEN $4::TEXT IS NULL THEN COALESCE($3, i9_notes)
+                                WHEN coalesce(i9_notes, '') = '' THEN $4
+                                ELSE i9_notes || chr(10) || $4 END
+         WHERE id = $1",
+        id,
+        next.as_str(),
+        replace,
+        append,
+    )
+    .execute(&mut *conn)
+    .await?;
+    recorded(
+        conn,
+        actor,
+        id,
+        Step::Park,
+        current.status,
+        append.map(|reason| json!({ "reason": reason })),
+        public_base_url,
+    )
+    .await
+}
+
 /// The employee's open I-9, if it has one.
 pub async fn open_of(
     conn: &mut PgConnection,
@@ -127,20 +355,6 @@ pub async fn open_of(
     )
     .fetch_optional(conn)
     .await
-}
-
-/// A social security number as stored: encrypted (`Purpose::I9Ssn`) and its
-/// last four digits.
-#[derive(Clone)]
-pub struct StoredSsn {
-    pub ciphertext: Vec<u8>,
-    pub last4: String,
-}
-
-impl std::fmt::Debug for StoredSsn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("StoredSsn(..)")
-    }
 }
 
 /// Section 1 as the employee signs it: every field checked, the attestation
@@ -159,7 +373,8 @@ pub struct Section1 {
     pub address_state: String,
     pub address_zip: String,
     pub date_of_birth: NaiveDate,
-    pub ssn: Option<StoredSsn>,
+    /// Stored encrypted for the I-9 (`Purpose::I9Ssn`).
+    pub ssn: Option<Ssn>,
     pub email_address: Option<String>,
     pub phone_number: Option<String>,
     pub attestation: Attestation,
@@ -230,9 +445,12 @@ async fn recorded(
 
 /// The employee signs Section 1 of I-9 `id` through the link of request
 /// `link`, which this uses up. A link used meanwhile is a
-/// [`WriteError::Conflict`].
+/// [`WriteError::Conflict`]. The employee record's empty fields take what
+/// Section 1 attests, and the I-9 keeps where the two disagree
+/// ([`section1_feed`]).
 pub async fn sign_section1(
     conn: &mut PgConnection,
+    cipher: &DataCipher,
     actor: &Actor,
     id: i64,
     link: Uuid,
@@ -253,7 +471,7 @@ pub async fn sign_section1(
             "The Section 1 link has been used.".into(),
         ));
     }
-    sqlx::query!(
+    let stored = sqlx::query!(
         "UPDATE i9s SET status = $2, signed_date_employee = $3, last_name = $4, first_name = $5,
                 middle_initial = $6, other_name = $7, address_street = $8, address_apartment = $9,
                 address_city = $10, address_state = $11, address_zip = $12, date_of_birth = $13,
@@ -263,7 +481,8 @@ pub async fn sign_section1(
                 foreign_passport_country = $21,
                 ssn_ciphertext = COALESCE($22, ssn_ciphertext), ssn_last4 = COALESCE($23, ssn_last4),
                 updated_at = now()
-         WHERE id = $1",
+         WHERE id = $1
+         RETURNING employee_id, ssn_ciphertext",
         id,
         next.as_str(),
         s.signed_on,
@@ -285,8 +504,40 @@ pub async fn sign_section1(
         s.admission_number.as_deref(),
         s.foreign_passport_number.as_deref(),
         s.foreign_passport_country.as_deref(),
-        s.ssn.as_ref().map(|n| n.ciphertext.as_slice()),
-        s.ssn.as_ref().map(|n| n.last4.as_str()),
+        s.ssn.as_ref().map(|n| cipher.encrypt_ssn(Purpose::I9Ssn, n)),
+        s.ssn.as_ref().map(Ssn::last4),
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    // A blank number keeps the one the I-9 holds: that is the one attested.
+    let kept = match (&s.ssn, &stored.ssn_ciphertext) {
+        (None, Some(ciphertext)) => match cipher.decrypt_ssn(Purpose::I9Ssn, ciphertext) {
+            Ok(n) => Some(n),
+            Err(_) => {
+                tracing::warn!(
+                    i9_id = id,
+                    "the I-9's SSN does not decrypt; Section 1 leaves the employee's SSN as it is"
+                );
+                None
+            }
+        },
+        _ => None,
+    };
+    let attested = Attested {
+        date_of_birth: s.date_of_birth,
+        ssn: s.ssn.as_ref().or(kept.as_ref()),
+        address_street: &s.address_street,
+        address_apartment: s.address_apartment.as_deref(),
+        address_city: &s.address_city,
+        address_state: &s.address_state,
+        address_zip: &s.address_zip,
+    };
+    let differences =
+        section1_feed::feed(conn, cipher, actor, id, stored.employee_id, &attested).await?;
+    sqlx::query!(
+        "UPDATE i9s SET section1_differences = $2 WHERE id = $1",
+        id,
+        sqlx::types::Json(&differences) as _,
     )
     .execute(&mut *conn)
     .await?;
@@ -540,25 +791,7 @@ pub async fn park(
     notes: Option<&str>,
     public_base_url: &str,
 ) -> Result<(), WriteError> {
-    let (current, next) = begin(conn, id, Step::Park).await?;
-    sqlx::query!(
-        "UPDATE i9s SET status = $2, i9_notes = COALESCE($3, i9_notes), updated_at = now() WHERE id = $1",
-        id,
-        next.as_str(),
-        notes,
-    )
-    .execute(&mut *conn)
-    .await?;
-    recorded(
-        conn,
-        actor,
-        id,
-        Step::Park,
-        current.status,
-        None,
-        public_base_url,
-    )
-    .await
+    park_with(conn, actor, id, Notes::Replace(notes), public_base_url).await
 }
 
 #[cfg(test)]

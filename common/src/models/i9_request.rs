@@ -7,10 +7,10 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, Postgres, QueryBuilder};
 use uuid::Uuid;
 
-use super::{employee::constraint_error, WriteError};
+use super::{audit, employee::constraint_error, WriteError};
 use crate::{
     crypto::{new_token, token_hash, DataCipher, Purpose},
-    domain::OnboardingType,
+    domain::{I9Status, OnboardingType},
     jobs::{Envelope, Job},
     links, outbox,
 };
@@ -26,6 +26,9 @@ pub struct I9Request {
     pub link: String,
     expires: DateTime<Utc>,
     envelope: Envelope,
+    /// The partner push that made the request (`IntegrationTransactionId`),
+    /// copied into the I-9; `None` for a request of an HR write.
+    pub integration_transaction_id: Option<String>,
 }
 
 impl I9Request {
@@ -46,7 +49,14 @@ impl I9Request {
                 + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::days(14)),
             envelope: outbox::envelope(Job::CreateI9 { request_id: id }),
             token,
+            integration_transaction_id: None,
         }
+    }
+
+    /// The request of partner push `transaction` (its `IntegrationTransactionId`).
+    pub fn of_partner_push(mut self, transaction: String) -> Self {
+        self.integration_transaction_id = Some(transaction);
+        self
     }
 
     /// Record the request for `employee`, and its job.
@@ -58,8 +68,8 @@ impl I9Request {
     ) -> Result<(), WriteError> {
         sqlx::query!(
             "INSERT INTO i9_requests (id, employee_id, remote, onboarding_type, section1_token_hash,
-                                      section1_token_ciphertext, section1_expires_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                                      section1_token_ciphertext, section1_expires_at, integration_transaction_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             self.id,
             employee,
             self.onboarding.is_remote(),
@@ -67,6 +77,7 @@ impl I9Request {
             token_hash(&self.token),
             cipher.encrypt(Purpose::Section1Token, self.token.as_bytes()),
             self.expires,
+            self.integration_transaction_id.as_deref(),
         )
         .execute(&mut *conn)
         .await
@@ -112,4 +123,91 @@ pub async fn section1_link(
         .ok()
         .and_then(|t| String::from_utf8(t).ok())
         .map(|token| links::section1(public_base_url, &token)))
+}
+
+/// A Section 1 link issued anew by [`reissue`].
+#[derive(Debug, Clone)]
+pub struct Reissued {
+    /// The new link (absolute); the only one of the I-9 that works now.
+    pub link: String,
+    /// Whether the link was queued to the employee's email address.
+    pub emailed: bool,
+}
+
+/// Issue a new Section 1 link for I-9 `i9`, which must be in
+/// [`I9Status::INITIAL`] (else [`WriteError::Conflict`]; an unknown I-9 is
+/// [`WriteError::NotFound`]): a new token replaces the I-9's request's, so
+/// the old link stops working at once; the change is audited
+/// (`i9.section1_link_reissued`, never the token); and when the employee has
+/// an email address, the remote-hire email carries the new link to it
+/// (docs/api.md, "A new Section 1 link"). An I-9 without a request (made
+/// before requests kept their link) gets one.
+pub async fn reissue(
+    conn: &mut PgConnection,
+    cipher: &DataCipher,
+    actor: &audit::Actor,
+    i9: i64,
+    public_base_url: &str,
+    ttl: std::time::Duration,
+) -> Result<Reissued, WriteError> {
+    let row = sqlx::query!(
+        r#"SELECT i.status AS "status: I9Status", i.employee_id, i.remote, i.onboarding_type,
+                  e.email_address
+           FROM i9s i JOIN employees e ON e.id = i.employee_id
+           WHERE i.id = $1 FOR UPDATE OF i"#,
+        i9,
+    )
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(WriteError::NotFound)?;
+    if row.status != I9Status::INITIAL {
+        return Err(WriteError::Conflict(format!(
+            "The I-9 is {}; a new Section 1 link is issued only while it is {}.",
+            row.status.as_str(),
+            I9Status::INITIAL.as_str()
+        )));
+    }
+    let token = new_token("s1_");
+    let expires =
+        Utc::now() + chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::days(14));
+    let request = sqlx::query_scalar!(
+        "INSERT INTO i9_requests (id, employee_id, remote, onboarding_type, section1_token_hash,
+                                  section1_token_ciphertext, section1_expires_at, i9_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+         ON CONFLICT (i9_id) DO UPDATE SET section1_token_hash = EXCLUDED.section1_token_hash,
+             section1_token_ciphertext = EXCLUDED.section1_token_ciphertext,
+             section1_expires_at = EXCLUDED.section1_expires_at, section1_used_at = NULL
+         RETURNING id",
+        Uuid::new_v4(),
+        row.employee_id,
+        row.remote,
+        row.onboarding_type,
+        token_hash(&token),
+        cipher.encrypt(Purpose::Section1Token, token.as_bytes()),
+        expires,
+        i9,
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let emailed = row.email_address.is_some();
+    if emailed {
+        outbox::enqueue(
+            conn,
+            Job::SendRemoteHireEmail {
+                request_id: request,
+            },
+        )
+        .await?;
+    }
+    audit::record(
+        &mut *conn,
+        actor,
+        audit::Entry::new("i9.section1_link_reissued", "i9", i9)
+            .detail(serde_json::json!({ "emailed": emailed })),
+    )
+    .await?;
+    Ok(Reissued {
+        link: links::section1(public_base_url, &token),
+        emailed,
+    })
 }

@@ -13,6 +13,7 @@ pub mod employee;
 mod error;
 pub mod i9;
 pub mod i9_request;
+pub mod section1_feed;
 
 pub use audit::Actor;
 pub use error::{FieldError, WriteError};

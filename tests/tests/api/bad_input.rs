@@ -871,6 +871,7 @@ const LISTS: &[(&str, &str, &[&str])] = &[
             "dateOfBirth",
             "languagePreference",
             "locationId",
+            "locationIdWithin",
             "profileId",
         ],
     ),
@@ -893,6 +894,11 @@ const LISTS: &[(&str, &str, &[&str])] = &[
         &["login", "lastName", "emailAddress", "title"],
     ),
     ("/v1/roles", "/v1/roles", &["name"]),
+    (
+        "/v1/partners/locations",
+        "/v1/partners/locations",
+        &["name"],
+    ),
 ];
 
 const OTHER_METHODS: &[&str] = &[
@@ -928,8 +934,24 @@ fn generate(rng: &mut StdRng, world: &World, n: usize) -> Req {
         }
         30..=39 => {
             let (route, ids): (&'static str, &[i64]) = match rng.gen_range(0..7) {
-                0 | 1 => ("/v1/employees/{id}", &world.employee_ids),
-                2 | 3 => ("/v1/i9s/{id}", &world.i9_ids),
+                0 => ("/v1/employees/{id}", &world.employee_ids),
+                1 => (
+                    *[
+                        "/v1/employees/{id}",
+                        "/v1/employees/{id}/periods",
+                        "/v1/employees/{id}/history",
+                    ]
+                    .choose(rng)
+                    .unwrap(),
+                    &world.employee_ids,
+                ),
+                2 => ("/v1/i9s/{id}", &world.i9_ids),
+                3 => (
+                    *["/v1/i9s/{id}", "/v1/i9s/{id}/history"]
+                        .choose(rng)
+                        .unwrap(),
+                    &world.i9_ids,
+                ),
                 4 => ("/v1/groups/{id}", &world.group_ids),
                 5 => ("/v1/users/{id}", &world.other_ids),
                 _ => (
@@ -1005,6 +1027,7 @@ fn generate(rng: &mut StdRng, world: &World, n: usize) -> Req {
                 "/v1/i9s/{id}/complete",
                 "/v1/i9s/{id}/approve",
                 "/v1/i9s/{id}/park",
+                "/v1/i9s/{id}/section1-link",
             ]
             .choose(rng)
             .unwrap();

@@ -1,6 +1,10 @@
-//! Partner status callbacks: one per status change, creation included,
+//! Partner status callbacks: one per status change, creation included, and
+//! one per change of a partner's employee's employment, whoever made it;
 //! signed (verified here with the `standardwebhooks` library), retried,
-//! recorded, and refused towards private addresses unless allowed.
+//! recorded, refused towards private addresses unless allowed, and each body
+//! valid against its webhook in the served OpenAPI document.
+
+use std::collections::BTreeMap;
 
 use i9_tests::{eventually, spawn, Receiver, Stack, TestApp, ADMIN, ATS_BOT};
 use serde_json::{json, Value};
@@ -36,7 +40,7 @@ pub(crate) async fn hire(app: &TestApp, candidate: &str) -> i64 {
 }
 
 /// The payloads received so far, each verified as a partner would.
-fn verified(receiver: &Receiver) -> Vec<Value> {
+pub(crate) fn verified(receiver: &Receiver) -> Vec<Value> {
     let wh = standardwebhooks::Webhook::new(SECRET).unwrap();
     receiver
         .received()
@@ -270,4 +274,205 @@ async fn a_410_from_the_partner_stops_the_retries() {
             .await
             .unwrap();
     assert_eq!(statuses, [Some(410)]);
+}
+
+/// A validator of each webhook's body, by event type, from the document the
+/// API serves (`webhooks`, their bodies referring to `components`).
+pub(crate) async fn webhook_validators(app: &TestApp) -> BTreeMap<String, jsonschema::Validator> {
+    let token = app.token(ADMIN).await;
+    let doc = app.get_json("/v1/openapi.json", &token).await;
+    webhook_validators_of(&doc)
+}
+
+pub(crate) fn webhook_validators_of(doc: &Value) -> BTreeMap<String, jsonschema::Validator> {
+    let hooks = doc["webhooks"]
+        .as_object()
+        .expect("the document has webhooks");
+    hooks
+        .iter()
+        .map(|(event_type, hook)| {
+            let body = &hook["post"]["requestBody"]["content"]["application/json"]["schema"];
+            assert!(body.is_object(), "{event_type}: a JSON body schema");
+            // The body's references point into the document's components.
+            let schema = json!({
+                "$schema": "https://json-schema.org/draft/2020-12/schema",
+                "components": doc["components"],
+                "allOf": [body],
+            });
+            let validator = jsonschema::draft202012::new(&schema)
+                .unwrap_or_else(|e| panic!("{event_type}: the schema compiles: {e}"));
+            (event_type.clone(), validator)
+        })
+        .collect()
+}
+
+/// Every body is valid against the webhook of its `type`; returns how many
+/// of each type there were.
+pub(crate) fn assert_match_the_contract(
+    validators: &BTreeMap<String, jsonschema::Validator>,
+    bodies: &[Value],
+) -> BTreeMap<String, usize> {
+    let mut seen = BTreeMap::new();
+    for body in bodies {
+        let event_type = body["type"].as_str().expect("a type");
+        let validator = validators
+            .get(event_type)
+            .unwrap_or_else(|| panic!("a webhook for {event_type}"));
+        let errors: Vec<String> = validator
+            .iter_errors(body)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "{body} breaks its webhook's schema: {errors:?}"
+        );
+        *seen.entry(event_type.to_owned()).or_insert(0) += 1;
+    }
+    seen
+}
+
+/// How many events of each type the database recorded for `employee`.
+pub(crate) async fn recorded_events(app: &TestApp, employee: i64) -> BTreeMap<String, i64> {
+    sqlx::query_as::<_, (String, i64)>(
+        "SELECT event_type, count(*) FROM partner_events WHERE employee_id = $1 GROUP BY event_type",
+    )
+    .bind(employee)
+    .fetch_all(app.pool())
+    .await
+    .unwrap()
+    .into_iter()
+    .collect()
+}
+
+fn counts<const N: usize>(pairs: [(&str, i64); N]) -> BTreeMap<String, i64> {
+    pairs
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(t, n)| (t.to_owned(), n))
+        .collect()
+}
+
+/// HR's termination, its change, its cancellation and a re-hire of a
+/// partner's employee each reach the partner once; a PATCH that leaves the
+/// period's termination as it is posts nothing; another employee's posts
+/// nothing.
+#[tokio::test]
+async fn employment_changes_by_hr_reach_the_partner_once_each() {
+    let (app, receiver) = stack(true).await;
+    let id = hire(&app, "cand-emp-1").await;
+    let i9 = i9_of(&app, id).await;
+    eventually("the creation callback", || async {
+        receiver.received().len() == 1
+    })
+    .await;
+    let admin = app.token(ADMIN).await;
+    let base = json!({"firstName": "Ana", "lastName": "Diaz", "locationId": 3});
+    let patch = |extra: Value| {
+        let mut body = base.clone();
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let (app, admin) = (&app, &admin);
+        async move {
+            let r = app
+                .patch_json(&format!("/v1/employees/{id}"), admin, &body)
+                .await;
+            assert_eq!(r.status(), 200, "{body}");
+        }
+    };
+    // (the change, the events recorded after it: terminated, cancelled, re-hired)
+    let steps = [
+        (json!({"terminatedDate": "2026-12-20"}), (1, 0, 0)),
+        (json!({"terminatedDate": "2026-12-20"}), (1, 0, 0)), // the same date
+        (json!({"jobTitle": "Driver"}), (1, 0, 0)),
+        (json!({"terminatedDate": "2026-12-22"}), (2, 0, 0)), // another date
+        (json!({"startDate": "2026-11-06"}), (2, 0, 0)),      // the start alone
+        (json!({"terminatedDate": null}), (2, 1, 0)),
+        (json!({"terminatedDate": "2026-12-31"}), (3, 1, 0)),
+        (
+            json!({"rehire": "yes", "startDate": "2027-02-01"}),
+            (3, 1, 1),
+        ),
+        (json!({"jobTitle": "Lead driver"}), (3, 1, 1)),
+    ];
+    for (change, (terminated, cancelled, rehired)) in steps {
+        patch(change.clone()).await;
+        assert_eq!(
+            recorded_events(&app, id).await,
+            counts([
+                ("i9.created", 1),
+                ("employee.terminated", terminated),
+                ("employee.termination_cancelled", cancelled),
+                ("employee.rehired", rehired),
+            ]),
+            "after {change}"
+        );
+    }
+    // Maria is nobody's partner employee: her termination posts nothing.
+    let maria = app.employee_id("EMP-1001").await;
+    let r = app
+        .patch_json(
+            &format!("/v1/employees/{maria}"),
+            &admin,
+            &json!({"firstName": "Maria", "lastName": "Lopez", "locationId": 3, "terminatedDate": "2026-12-31"}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    assert!(recorded_events(&app, maria).await.is_empty());
+
+    eventually("every callback arrives", || async {
+        receiver.received().len() == 6
+    })
+    .await;
+    let mut events = verified(&receiver);
+    events.sort_by_key(|e| e["sequence"].as_i64().unwrap());
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        types,
+        [
+            "i9.created",
+            "employee.terminated",
+            "employee.terminated",
+            "employee.termination_cancelled",
+            "employee.terminated",
+            "employee.rehired"
+        ]
+    );
+    let sequences: Vec<i64> = events
+        .iter()
+        .map(|e| e["sequence"].as_i64().unwrap())
+        .collect();
+    assert_eq!(sequences, [1, 2, 3, 4, 5, 6]);
+    let record = app.get_json(&format!("/v1/i9s/{i9}"), &admin).await;
+    let transaction = record["IntegrationTransactionId"].clone();
+    assert!(transaction.is_string(), "{record}");
+    let first = &events[1];
+    for (field, value) in [
+        ("employeeId", json!(id)),
+        ("integrationCandidateId", json!("cand-emp-1")),
+        ("IntegrationTransactionId", transaction.clone()),
+        ("startDate", json!("2026-11-05")),
+        ("terminatedDate", json!("2026-12-20")),
+        ("i9Id", json!(i9)),
+        ("i9Status", json!("Section 1 Incomplete")),
+        ("i9Url", json!(format!("{}/v1/i9s/{i9}", app.address))),
+    ] {
+        assert_eq!(first[field], value, "{field} of {first}");
+    }
+    assert_eq!(events[2]["terminatedDate"], "2026-12-22");
+    assert_eq!(events[3]["terminatedDate"], Value::Null);
+    assert_eq!(events[3]["startDate"], "2026-11-06");
+    let rehired = &events[5];
+    assert_eq!(
+        (&rehired["startDate"], &rehired["terminatedDate"]),
+        (&json!("2027-02-01"), &Value::Null)
+    );
+    assert_eq!(rehired["i9Id"], i9, "the latest I-9 at the time");
+    for (headers, body) in receiver.received() {
+        let body: Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(headers["webhook-id"], body["eventId"].as_str().unwrap());
+    }
+
+    let seen = assert_match_the_contract(&webhook_validators(&app).await, &events);
+    assert_eq!(seen.len(), 4, "{seen:?}");
 }

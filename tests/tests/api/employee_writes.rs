@@ -1,7 +1,7 @@
 //! POST and PATCH /v1/employees: every rule of the specification's table and
 //! docs/api.md, "Writing employees", each error with its status and the fields it names.
 
-use i9_tests::{spawn_app, TestApp, ADMIN, WEST_HR};
+use i9_tests::{spawn_app, TestApp, ADMIN, ATS_BOT, WEST_HR};
 use serde_json::{json, Value};
 
 async fn problem(r: reqwest::Response, status: u16) -> Value {
@@ -73,7 +73,8 @@ async fn create_answers_201_with_location_and_the_full_record() {
     for record in [&created, &fetched] {
         assert_eq!(
             record["links"],
-            json!([{"rel": "self", "href": location}, {"rel": "i9s", "href": i9s}])
+            json!([{"rel": "self", "href": location}, {"rel": "i9s", "href": i9s},
+                   {"rel": "periods", "href": format!("/v1/employees/{id}/periods")}])
         );
     }
     let list = app.get_json(&i9s, &token).await;
@@ -603,6 +604,129 @@ async fn termination_changes_the_current_period_and_rehire_adds_one() {
     .await;
 }
 
+/// The HR engineer's trial: a re-hire dated on or before the last
+/// termination (or before the first hire) was a 200 with overlapping
+/// periods. Periods never overlap: a 422 on `startDate` naming the date it
+/// must follow, with the body's other errors, and nothing written; the same
+/// for moving the current period's start back into the previous one.
+#[tokio::test]
+async fn periods_of_employment_never_overlap() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await; // 2025-01-13 to 2026-06-30
+    let seattle = app.group_id("Seattle Office").await;
+    let path = format!("/v1/employees/{james}");
+    let j = |extra: Value| {
+        let mut b = json!({"firstName": "James", "lastName": "Chen", "locationId": seattle});
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        b
+    };
+    let job_title = || async {
+        sqlx::query_scalar::<_, Option<String>>("SELECT job_title FROM employees WHERE id = $1")
+            .bind(james)
+            .fetch_one(app.pool())
+            .await
+            .unwrap()
+    };
+    let before = counts(&app).await;
+    let title = job_title().await;
+    for start in ["2026-06-30", "2026-05-01", "2024-12-01", "06/30/2026"] {
+        let p = problem(
+            app.patch_json(
+                &path,
+                &token,
+                &j(json!({"rehire": "yes", "startDate": start, "jobTitle": "Changed"})),
+            )
+            .await,
+            422,
+        )
+        .await;
+        assert_eq!(
+            fields(&p),
+            [("startDate".into(), "before_termination".into())],
+            "{start}"
+        );
+        let message = p["errors"][0]["message"].as_str().unwrap();
+        assert!(message.contains("after 2026-06-30"), "{message}");
+    }
+    // Named with what else the stored records make wrong.
+    let mut body = j(json!({"rehire": "yes", "startDate": "2026-01-01"}));
+    body["locationId"] = json!(999999);
+    let p = problem(app.patch_json(&path, &token, &body).await, 422).await;
+    let mut named = fields(&p);
+    named.sort();
+    assert_eq!(
+        named,
+        [
+            ("locationId".into(), "not_found".into()),
+            ("startDate".into(), "before_termination".into())
+        ]
+    );
+    assert_eq!(counts(&app).await, before, "nothing written");
+    assert_eq!(job_title().await, title, "nothing half-written");
+
+    // The day after the termination is a re-hire.
+    let r = app
+        .patch_json(
+            &path,
+            &token,
+            &j(json!({"rehire": "yes", "startDate": "2026-07-01"})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let after_rehire = counts(&app).await;
+    assert_eq!(after_rehire.1, before.1 + 1, "one new period");
+
+    // The current period's start moved on or before the previous end: 422.
+    for start in ["2026-06-30", "2025-02-01"] {
+        let p = problem(
+            app.patch_json(
+                &path,
+                &token,
+                &j(json!({"startDate": start, "jobTitle": "Changed"})),
+            )
+            .await,
+            422,
+        )
+        .await;
+        assert_eq!(
+            fields(&p),
+            [("startDate".into(), "before_termination".into())],
+            "{start}"
+        );
+    }
+    assert_eq!(counts(&app).await, after_rehire, "nothing written");
+    let rec = app.get_json(&path, &token).await;
+    assert_eq!(rec["startDate"], "2026-07-01");
+    assert_ne!(rec["jobTitle"], "Changed");
+    // Moved within its own time, and the termination date alone: 200.
+    let r = app
+        .patch_json(&path, &token, &j(json!({"startDate": "2026-07-02"})))
+        .await;
+    assert_eq!(r.status(), 200);
+    let r = app
+        .patch_json(&path, &token, &j(json!({"terminatedDate": "2026-08-31"})))
+        .await;
+    assert_eq!(r.status(), 200);
+    let periods: Vec<(chrono::NaiveDate, Option<chrono::NaiveDate>)> = sqlx::query_as(
+        "SELECT start_date, terminated_date FROM employment_periods WHERE employee_id = $1 ORDER BY id",
+    )
+    .bind(james)
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    let d = |s: &str| s.parse::<chrono::NaiveDate>().unwrap();
+    assert_eq!(
+        periods,
+        [
+            (d("2025-01-13"), Some(d("2026-06-30"))),
+            (d("2026-07-02"), Some(d("2026-08-31")))
+        ]
+    );
+}
+
 #[tokio::test]
 async fn create_i9_yes_conflicts_with_an_open_i9_and_if_allowed_does_not() {
     let app = spawn_app().await;
@@ -932,4 +1056,309 @@ async fn a_record_older_than_24_hours_is_not_replayed() {
         .unwrap()
         .contains(&format!("employee {}", first["id"])));
     assert_eq!(counts(&app).await.0, 4);
+}
+
+/// Six bad fields written into `body`, and the errors they must get.
+fn six_bad_fields(body: &mut Value) -> Vec<(String, String)> {
+    for (field, value) in [
+        ("middleName", json!("m".repeat(26))),
+        ("socialSecurityNumber", json!("123456789")),
+        ("dateOfBirth", json!("2026-02-30")),
+        ("languagePreference", json!(3)),
+        ("emailAddress", json!("ana.diaz")),
+        ("profileId", json!("p".repeat(31))),
+    ] {
+        body[field] = value;
+    }
+    [
+        ("middleName", "too_long"),
+        ("socialSecurityNumber", "invalid_format"),
+        ("dateOfBirth", "invalid_date"),
+        ("languagePreference", "invalid_value"),
+        ("emailAddress", "invalid_format"),
+        ("profileId", "too_long"),
+    ]
+    .map(|(f, c)| (f.to_owned(), c.to_owned()))
+    .to_vec()
+}
+
+fn sorted(mut v: Vec<(String, String)>) -> Vec<(String, String)> {
+    v.sort();
+    v
+}
+
+fn not_found(field: &str) -> (String, String) {
+    (field.to_owned(), "not_found".to_owned())
+}
+
+/// Everything a write could leave behind, and one employee's whole row.
+async fn written(app: &TestApp, employee: i64) -> (i64, i64, i64, i64, i64, String) {
+    let (e, p, o, r) = counts(app).await;
+    let audit = app
+        .count("SELECT count(*) FROM audit_log WHERE id > $1", 0)
+        .await;
+    let row: String =
+        sqlx::query_scalar("SELECT row_to_json(e)::text FROM employees e WHERE id = $1")
+            .bind(employee)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    (e, p, o, r, audit, row)
+}
+
+/// One 422 names every bad field and, with them, a well-formed `locationId`
+/// or `legalEntity` that names nothing; the same `locationId` in a body
+/// otherwise valid is the only error. For each of the three writes.
+async fn every_field_error_at_once(
+    app: &TestApp,
+    send: impl AsyncFn(&Value) -> reqwest::Response,
+    valid: Value,
+) {
+    let maria = app.employee_id("EMP-1001").await;
+    let before = written(app, maria).await;
+    let mut body = valid.clone();
+    let mut expected = six_bad_fields(&mut body);
+    body["locationId"] = json!(999);
+    body["legalEntity"] = json!(999);
+    expected.extend([not_found("locationId"), not_found("legalEntity")]);
+    let p = problem(send(&body).await, 422).await;
+    let got = fields(&p);
+    assert_eq!(got.len(), 8, "{got:?}");
+    assert_eq!(sorted(got), sorted(expected));
+
+    let mut body = valid.clone();
+    body["locationId"] = json!(999);
+    let p = problem(send(&body).await, 422).await;
+    assert_eq!(fields(&p), [not_found("locationId")]);
+
+    let mut body = valid;
+    body["legalEntity"] = json!(999);
+    let p = problem(send(&body).await, 422).await;
+    assert_eq!(fields(&p), [not_found("legalEntity")]);
+    assert_eq!(written(app, maria).await, before, "nothing written");
+}
+
+#[tokio::test]
+async fn a_create_names_every_bad_field_and_missing_reference_at_once() {
+    let app = spawn_app().await;
+    for user in [ADMIN, WEST_HR] {
+        // With permission 11 (admin) every group id is the caller's; without
+        // it (west.hr), 999 is outside its groups and still a 422, not a 403.
+        let token = app.token(user).await;
+        let send = async |body: &Value| app.post_json("/v1/employees", &token, body).await;
+        every_field_error_at_once(&app, send, ana()).await;
+    }
+    // A group that exists outside the caller's: 403 for a valid body, and
+    // with bad fields only their 422.
+    let west = app.token(WEST_HR).await;
+    let mut body = ana();
+    body["locationId"] = json!(app.group_id("Boston Office").await);
+    problem(app.post_json("/v1/employees", &west, &body).await, 403).await;
+    let expected = six_bad_fields(&mut body);
+    let p = problem(app.post_json("/v1/employees", &west, &body).await, 422).await;
+    assert_eq!(sorted(fields(&p)), sorted(expected));
+    assert_eq!(counts(&app).await.0, 3);
+}
+
+#[tokio::test]
+async fn an_update_names_every_bad_field_and_missing_reference_at_once() {
+    let app = spawn_app().await;
+    let maria = app.employee_id("EMP-1001").await;
+    let path = format!("/v1/employees/{maria}");
+    let valid =
+        json!({"firstName": "Maria", "lastName": "Lopez", "locationId": 3, "jobTitle": "Lead"});
+    for user in [ADMIN, WEST_HR] {
+        let token = app.token(user).await;
+        let send = async |body: &Value| app.patch_json(&path, &token, body).await;
+        every_field_error_at_once(&app, send, valid.clone()).await;
+    }
+    // The body's id against the path's is named with the rest.
+    let admin = app.token(ADMIN).await;
+    let mut body = valid.clone();
+    let mut expected = six_bad_fields(&mut body);
+    body["id"] = json!(maria + 1);
+    body["locationId"] = json!(999);
+    expected.extend([
+        ("id".to_owned(), "mismatch".to_owned()),
+        not_found("locationId"),
+    ]);
+    let p = problem(app.patch_json(&path, &admin, &body).await, 422).await;
+    assert_eq!(sorted(fields(&p)), sorted(expected));
+    // A group that exists outside the caller's: 403 for a valid body.
+    let west = app.token(WEST_HR).await;
+    let mut body = valid;
+    body["locationId"] = json!(app.group_id("Boston Office").await);
+    problem(app.patch_json(&path, &west, &body).await, 403).await;
+    let job: Option<String> = sqlx::query_scalar("SELECT job_title FROM employees WHERE id = $1")
+        .bind(maria)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(job.as_deref(), Some("Forklift Operator"), "unchanged");
+}
+
+#[tokio::test]
+async fn the_partner_operation_names_every_bad_field_and_missing_reference_at_once() {
+    let app = spawn_app().await;
+    let token = app
+        .sign_in_with(("greenhouse-ats", "ats-secret-change-me"), ATS_BOT, None)
+        .await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let valid = json!({"integrationCandidateId": "cand-refs", "onboardingType": "remote",
+                       "firstName": "Ana", "lastName": "Diaz", "emailAddress": "ana.diaz@mail.example",
+                       "startDate": "2026-12-01", "locationId": 3,
+                       "employeeReturnUrl": "https://ats.example/candidates/1"});
+    let send = async |body: &Value| {
+        app.post_json("/v1/partners/i9s/section1", &token, body)
+            .await
+    };
+    every_field_error_at_once(&app, send, valid.clone()).await;
+    // A group that exists outside the partner user's: 403 for a valid body,
+    // and with bad fields only their 422.
+    let mut body = valid;
+    body["locationId"] = json!(app.group_id("Boston Office").await);
+    problem(send(&body).await, 403).await;
+    let expected = six_bad_fields(&mut body);
+    let p = problem(send(&body).await, 422).await;
+    assert_eq!(sorted(fields(&p)), sorted(expected));
+    assert_eq!(counts(&app).await.0, 3);
+}
+
+/// The errors a write's other parts decide (the email a remote I-9 needs,
+/// a period the stored record makes wrong) come in the same 422 as a
+/// missing reference, not one round later.
+#[tokio::test]
+async fn errors_that_need_the_stored_record_come_with_a_missing_reference() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let before = counts(&app).await;
+    // A create that wants a remote-hire I-9 but has no email.
+    let mut body = ana();
+    body.as_object_mut().unwrap().remove("emailAddress");
+    body["createRemotehireI9"] = json!("yes");
+    body["locationId"] = json!(999);
+    let p = problem(app.post_json("/v1/employees", &admin, &body).await, 422).await;
+    assert_eq!(
+        sorted(fields(&p)),
+        sorted(vec![
+            ("emailAddress".to_owned(), "required".to_owned()),
+            not_found("locationId"),
+        ])
+    );
+    // An update whose terminatedDate falls before the stored startDate.
+    let maria = app.employee_id("EMP-1001").await;
+    let body = json!({"firstName": "Maria", "lastName": "Lopez", "terminatedDate": "1999-01-01",
+                      "locationId": 999});
+    let p = problem(
+        app.patch_json(&format!("/v1/employees/{maria}"), &admin, &body)
+            .await,
+        422,
+    )
+    .await;
+    assert_eq!(
+        sorted(fields(&p)),
+        sorted(vec![
+            ("terminatedDate".to_owned(), "before_start".to_owned()),
+            not_found("locationId"),
+        ])
+    );
+    assert_eq!(counts(&app).await, before, "nothing written");
+}
+
+/// The HR engineer's trial: `666-45-6789` was told "Must be written
+/// ###-##-####." though written right, and `startDate=2026-12` "Must be a
+/// date: must be a date written …". A never-issued number has its own code
+/// and message (never the number), and a bad date says so once, in a body
+/// and in a filter alike.
+#[tokio::test]
+async fn messages_say_what_is_wrong_once_and_never_the_value() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let portland = app.group_id("Portland Warehouse").await;
+    let error_of = |p: &Value, field: &str| -> (String, String) {
+        let e = p["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["field"] == field)
+            .unwrap_or_else(|| panic!("{field} named: {p}"));
+        (
+            e["code"].as_str().unwrap().to_owned(),
+            e["message"].as_str().unwrap().to_owned(),
+        )
+    };
+    let before = counts(&app).await;
+    for ssn in [
+        "666-45-6789",
+        "000-45-6789",
+        "900-45-6789",
+        "999-45-6789",
+        "123-00-6789",
+        "123-45-0000",
+    ] {
+        let body = json!({"firstName": "Ana", "lastName": "Diaz", "locationId": portland,
+                          "socialSecurityNumber": ssn});
+        let p = problem(app.post_json("/v1/employees", &token, &body).await, 422).await;
+        let filter = problem(
+            app.get(&format!("/v1/employees?socialSecurityNumber={ssn}"), &token)
+                .await,
+            400,
+        )
+        .await;
+        for p in [&p, &filter] {
+            let (code, message) = error_of(p, "socialSecurityNumber");
+            assert_eq!(code, "invalid_value", "{ssn}");
+            assert!(
+                message.starts_with("Not a valid social security number: the first three digits cannot be 000, 666 or 900-999"),
+                "{ssn}: {message}"
+            );
+            assert!(!message.contains("###"), "not a format problem: {message}");
+            assert!(!p.to_string().contains(ssn), "the value is never echoed");
+        }
+    }
+    // A number not written right is a format problem.
+    let body = json!({"firstName": "Ana", "lastName": "Diaz", "locationId": portland,
+                      "socialSecurityNumber": "123-45-678"});
+    let p = problem(app.post_json("/v1/employees", &token, &body).await, 422).await;
+    assert_eq!(
+        error_of(&p, "socialSecurityNumber"),
+        (
+            "invalid_format".into(),
+            "Must be written ###-##-####.".into()
+        )
+    );
+
+    // A date that is not one: the rule once, in a body and in a filter.
+    let rule = "Must be a date written YYYY-MM-DD or MM/DD/YYYY, in the years 1900 to 2099.";
+    let body = json!({"firstName": "Ana", "lastName": "Diaz", "locationId": portland,
+                      "startDate": "2026-12", "dateOfBirth": "1990-02-30"});
+    let p = problem(app.post_json("/v1/employees", &token, &body).await, 422).await;
+    for field in ["startDate", "dateOfBirth"] {
+        assert_eq!(
+            error_of(&p, field),
+            ("invalid_date".into(), rule.into()),
+            "{field}"
+        );
+    }
+    for (path, field) in [
+        ("/v1/i9s?startDate=2026-12", "startDate"),
+        ("/v1/i9s?i9Expiration=13/01/2026", "i9Expiration"),
+        ("/v1/employees?dateOfBirth=2026-12", "dateOfBirth"),
+    ] {
+        let p = problem(app.get(path, &token).await, 400).await;
+        assert_eq!(
+            error_of(&p, field),
+            ("invalid_date".into(), rule.into()),
+            "{path}"
+        );
+    }
+    // A boolean where "yes" belongs is the wrong type, not a wrong word.
+    let body = json!({"firstName": "Ana", "lastName": "Diaz", "locationId": portland,
+                      "createI9": true, "createRemotehireI9": "Yes"});
+    let p = problem(app.post_json("/v1/employees", &token, &body).await, 422).await;
+    assert_eq!(error_of(&p, "createI9").0, "invalid_type");
+    assert_eq!(error_of(&p, "createRemotehireI9").0, "invalid_value");
+    assert_eq!(counts(&app).await, before, "nothing written");
 }

@@ -742,3 +742,99 @@ async fn the_outbox_backlog_tells_how_many_jobs_wait_how_long_and_why() {
     assert!((120.0..600.0).contains(&b.oldest_secs), "{b:?}");
     assert_eq!(b.last_error.as_deref(), Some("returned by the broker"));
 }
+
+/// The remote-hire email names the employer (the legal entity), the day
+/// Section 1 is due and when the link expires; it and the login email are in
+/// the employee's language, each as HTML with a plain-text alternative.
+#[tokio::test]
+async fn emails_name_the_employer_the_due_date_and_the_expiry_in_the_employees_language() {
+    let app = spawn_stack().await;
+    let token = app.token(ADMIN).await;
+    let entity: i64 =
+        sqlx::query_scalar("SELECT id FROM legal_entities WHERE entity_name = 'Acme Labs Inc'")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    let mut body = hire("Rosa", "Vega", "rosa.vega@mail.example");
+    body["createRemotehireI9"] = json!("yes");
+    body["languagePreference"] = json!(2);
+    body["legalEntity"] = json!(entity);
+    body["createLogin"] = json!(true);
+    body["sendLoginEmail"] = json!(true);
+    let created = post(&app, &token, body).await;
+    let link = created["i9FormSection1Link"].as_str().unwrap().to_owned();
+    eventually("both emails arrive", || async {
+        app.smtp().to("rosa.vega@mail.example").len() >= 2
+    })
+    .await;
+    let mails = app.smtp().to("rosa.vega@mail.example");
+    assert_eq!(mails.len(), 2, "one remote-hire and one login email");
+    let hire_mail = mails
+        .iter()
+        .find(|m| m.subject.contains("Sección 1"))
+        .expect("the remote-hire email, in Spanish");
+    assert_eq!(
+        hire_mail.subject,
+        "Acme Labs Inc: complete la Sección 1 de su Formulario I-9"
+    );
+    let expires: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
+        "SELECT r.section1_expires_at FROM i9_requests r JOIN employees e ON e.id = r.employee_id
+         WHERE e.email_address = 'rosa.vega@mail.example'",
+    )
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    let expiry = i9_workers::wording::moment(expires, true);
+    for part in [&hire_mail.text, &hire_mail.html] {
+        assert!(part.contains("Acme Labs Inc le pide"), "{part}");
+        assert!(
+            part.contains("5 de noviembre de 2026"),
+            "the start date: {part}"
+        );
+        assert!(
+            part.contains(&format!("funciona hasta el {expiry}")),
+            "{part}"
+        );
+    }
+    assert_eq!(link_in(&hire_mail.text), link);
+    assert!(hire_mail.html.contains("<a href=\""), "{}", hire_mail.html);
+    let login_mail = mails
+        .iter()
+        .find(|m| !m.subject.contains("Sección 1"))
+        .unwrap();
+    assert_eq!(
+        login_mail.subject,
+        "Su acceso al servicio de registros del Formulario I-9"
+    );
+    assert!(
+        login_mail.text.starts_with("Hola Rosa:"),
+        "{}",
+        login_mail.text
+    );
+    assert!(
+        login_mail.html.contains("Elija su contraseña"),
+        "{}",
+        login_mail.html
+    );
+
+    // Without a legal entity, in English: "Your employer".
+    let mut body = hire("Tom", "Reed", "tom.reed@mail.example");
+    body["createRemotehireI9"] = json!("yes");
+    post(&app, &token, body).await;
+    eventually("the English email arrives", || async {
+        !app.smtp().to("tom.reed@mail.example").is_empty()
+    })
+    .await;
+    let mail = app.smtp().to("tom.reed@mail.example").remove(0);
+    assert_eq!(
+        mail.subject,
+        "Your employer: complete Section 1 of your Form I-9"
+    );
+    assert!(
+        mail.text
+            .contains("by November 5, 2026, your first day of work"),
+        "{}",
+        mail.text
+    );
+    assert_eq!(app.smtp().to("tom.reed@mail.example").len(), 1);
+}

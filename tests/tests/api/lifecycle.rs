@@ -232,6 +232,59 @@ async fn the_document_rules_are_enforced_and_every_problem_named() {
     assert_eq!(still, "Signed Sec 1", "a refused Section 2 writes nothing");
 }
 
+/// The HR engineer's trial: `driver's license` was refused for its letter
+/// case. A title is accepted in any letter case, with white space around
+/// it, and stored as the list writes it; another spelling is still refused.
+#[tokio::test]
+async fn document_titles_are_accepted_in_any_letter_case_and_stored_as_listed() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let maria = app.employee_id("EMP-1001").await;
+    let i9 = app.insert_i9(maria, "Signed Sec 1").await;
+    let mut misspelt = section2_bc();
+    misspelt["listBDocTitle"] = json!("Drivers License");
+    let p = status(
+        step(&app, &token, i9, "section2", Some(misspelt)).await,
+        422,
+    )
+    .await;
+    assert_eq!(p["errors"][0]["field"], "listBDocTitle");
+    assert_eq!(p["errors"][0]["code"], "invalid_value");
+
+    let mut body = section2_bc();
+    body["listBDocTitle"] = json!("  DRIVER'S license ");
+    body["listCDocTitle"] = json!("social security CARD");
+    let rec = status(step(&app, &token, i9, "section2", Some(body)).await, 200).await;
+    assert_eq!(rec["listBDocTitle"], "Driver's License");
+    assert_eq!(rec["listCDocTitle"], "Social Security Card");
+    let stored: (String, String) =
+        sqlx::query_as("SELECT list_b_doc_title, list_c_doc_title FROM i9s WHERE id = $1")
+            .bind(i9)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        stored,
+        ("Driver's License".into(), "Social Security Card".into())
+    );
+
+    // A List A title too, on another I-9.
+    let aisha = app.employee_id("EMP-1003").await;
+    let other = app.insert_i9(aisha, "Signed Sec 1").await;
+    let list_a = json!({
+        "listA1DocTitle": "u.s. passport", "listA1DocIssuer": "U.S. Department of State",
+        "listA1DocNumber": "X1", "listA1DocExpiration": "2031-01-01", "employerFirstName": "Wes",
+        "employerLastName": "Turner", "employerTitle": "HR Manager",
+        "employerBusiness": "Acme Staffing US LLC", "employerSignature": "Wes Turner"
+    });
+    let rec = status(
+        step(&app, &token, other, "section2", Some(list_a)).await,
+        200,
+    )
+    .await;
+    assert_eq!(rec["listA1DocTitle"], "U.S. Passport");
+}
+
 #[tokio::test]
 async fn i9_expiration_is_the_earlier_of_the_work_authorization_and_the_document() {
     let app = spawn_app().await;

@@ -641,3 +641,157 @@ async fn the_server_sends_the_required_headers_the_document_declares() {
         assert_eq!(again.headers()["idempotent-replayed"], "true", "{path}");
     }
 }
+
+/// The partner callbacks are the document's `webhooks`, one per event type,
+/// each a signed `post` whose body is the event type the service records:
+/// strict (every member required, no other), so that a body with a member
+/// more or less than the type, or of another type, does not validate.
+#[test]
+fn the_callbacks_are_webhooks_whose_bodies_are_the_recorded_event_types() {
+    use i9_common::{
+        domain::I9Status,
+        events::{EmploymentEvent, EmploymentEventType, I9Event, I9EventType},
+    };
+    let doc = serde_json::to_value(openapi::document()).unwrap();
+    let types: BTreeSet<&str> = doc["webhooks"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        types,
+        BTreeSet::from([
+            "i9.created",
+            "i9.status_changed",
+            "employee.terminated",
+            "employee.termination_cancelled",
+            "employee.rehired"
+        ])
+    );
+    for t in &types {
+        let post = &doc["webhooks"][t]["post"];
+        let headers: BTreeSet<&str> = post["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["in"] == "header" && p["required"] == true)
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            headers,
+            BTreeSet::from(["webhook-id", "webhook-timestamp", "webhook-signature"]),
+            "{t}"
+        );
+        assert!(post["responses"]["2XX"].is_object(), "{t}");
+        assert!(post["requestBody"]["required"] == true, "{t}");
+    }
+    for name in openapi::EVENT_SCHEMAS {
+        let schema = &doc["components"]["schemas"][name];
+        assert_eq!(schema["additionalProperties"], false, "{name}");
+        let properties: BTreeSet<&str> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let required: BTreeSet<&str> = schema["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap())
+            .collect();
+        assert_eq!(required, properties, "{name}: every member required");
+    }
+
+    let validators = crate::callbacks::webhook_validators_of(&doc);
+    let valid = |t: &str, body: &Value| validators[t].is_valid(body);
+    let i9 = serde_json::to_value(I9Event {
+        event_type: I9EventType::Created,
+        event_id: uuid::Uuid::new_v4(),
+        sequence: 1,
+        occurred_at: "2026-12-02T15:04:05.123456".into(),
+        employee_id: 7,
+        i9_id: 9,
+        integration_candidate_id: Some("cand-1".into()),
+        integration_transaction_id: None,
+        i9_status: I9Status::Section1Incomplete,
+        previous_i9_status: None,
+        i9_next_step: Some("The employee completes and signs Section 1".into()),
+        i9_next_step_due_date: chrono::NaiveDate::from_ymd_opt(2026, 12, 5),
+        i9_url: "https://i9.example/v1/i9s/9".into(),
+    })
+    .unwrap();
+    assert!(valid("i9.created", &i9));
+    assert!(!valid("i9.status_changed", &i9), "another type");
+    let employment = serde_json::to_value(EmploymentEvent {
+        event_type: EmploymentEventType::TerminationCancelled,
+        event_id: uuid::Uuid::new_v4(),
+        sequence: 2,
+        occurred_at: "2026-12-02T15:04:05.123456".into(),
+        employee_id: 7,
+        integration_candidate_id: Some("cand-1".into()),
+        integration_transaction_id: None,
+        start_date: chrono::NaiveDate::from_ymd_opt(2026, 12, 1),
+        terminated_date: None,
+        i9_id: None,
+        i9_status: None,
+        i9_url: None,
+    })
+    .unwrap();
+    assert!(valid("employee.termination_cancelled", &employment));
+    assert!(!valid("employee.rehired", &employment), "another type");
+    for (t, body) in [
+        ("i9.created", &i9),
+        ("employee.termination_cancelled", &employment),
+    ] {
+        let mut more = body.clone();
+        more["extra"] = Value::from(1);
+        assert!(!valid(t, &more), "{t}: a member the type lacks");
+        for member in body.as_object().unwrap().keys() {
+            let mut less = body.clone();
+            less.as_object_mut().unwrap().remove(member);
+            assert!(!valid(t, &less), "{t}: without {member}");
+        }
+        let mut late = body.clone();
+        late["occurredAt"] = Value::from("2026-12-02T15:04:05Z");
+        assert!(!valid(t, &late), "{t}: occurredAt in another form");
+    }
+}
+
+/// Section 2's document titles: each list's schema is its titles as `enum`
+/// or, as the API accepts them, in any letter case with white space around
+/// (docs/api.md, "Section 2 documents"); a misspelling matches neither.
+#[test]
+fn document_titles_are_described_in_any_letter_case() {
+    let doc = serde_json::to_value(openapi::document()).unwrap();
+    for list in ["ListA", "ListB", "ListC"] {
+        let schema = &doc["components"]["schemas"][list];
+        let branches = schema["anyOf"].as_array().expect("anyOf");
+        let titles = branches[0]["enum"].as_array().expect("the titles' enum");
+        let pattern = regex::Regex::new(branches[1]["pattern"].as_str().unwrap()).unwrap();
+        assert!(titles.len() >= 7, "{list}");
+        for title in titles {
+            let title = title.as_str().unwrap();
+            for variant in [
+                title.to_owned(),
+                title.to_lowercase(),
+                title.to_uppercase(),
+                format!(" \t{} ", title.to_lowercase()),
+            ] {
+                assert!(pattern.is_match(&variant), "{list}: {variant:?}");
+            }
+            for wrong in [
+                title.replace(' ', "  "),
+                title.replace('.', ""),
+                format!("{title}s"),
+                format!("x{title}"),
+            ]
+            .into_iter()
+            .filter(|w| w != title)
+            {
+                assert!(!pattern.is_match(&wrong), "{list}: {wrong:?}");
+            }
+        }
+    }
+}

@@ -24,6 +24,8 @@ enum T {
     Named,
     NamedList,
     IntList,
+    /// `null`, or an array of `{field, reason}`
+    Differences,
 }
 
 fn check(value: &Value, t: T) -> bool {
@@ -58,6 +60,16 @@ fn check(value: &Value, t: T) -> bool {
         T::IntList => value
             .as_array()
             .is_some_and(|a| a.iter().all(Value::is_i64)),
+        T::Differences => {
+            value.is_null()
+                || value.as_array().is_some_and(|a| {
+                    a.iter().all(|d| {
+                        d["field"].is_string()
+                            && d["reason"].is_string()
+                            && d.as_object().is_some_and(|o| o.len() == 2)
+                    })
+                })
+        }
     }
 }
 
@@ -92,7 +104,7 @@ fn assert_list(what: &str, body: &Value, item: &[(&str, T)]) {
         .collect();
     assert_eq!(
         keys,
-        BTreeSet::from(["links", "searchResult"]),
+        BTreeSet::from(["links", "searchResult", "total"]),
         "{what} list keys"
     );
     assert!(check(&body["links"], T::Links));
@@ -186,6 +198,7 @@ fn i9_record() -> Vec<(&'static str, T)> {
         ("formVersion", T::Str),
         ("attestation", T::OptStr),
         ("remote", T::Bool),
+        ("IntegrationTransactionId", T::OptStr),
         ("links", T::Links),
         ("dateCreated", T::Timestamp),
         ("dateCompleted", T::OptTimestamp),
@@ -200,6 +213,7 @@ fn i9_record() -> Vec<(&'static str, T)> {
         ("firstName", T::Str),
         ("lastName", T::Str),
         ("dateOfBirth", T::Date),
+        ("section1Differences", T::Differences),
     ];
     for name in [
         "middleInitial",
@@ -345,6 +359,10 @@ async fn every_resource_has_the_fields_and_types_of_the_specification() {
             ("firstName", T::Str),
             ("lastName", T::Str),
             ("emailAddress", T::OptStr),
+            ("i9Status", T::Str),
+            ("dateDue", T::OptStr),
+            ("startDate", T::OptStr),
+            ("employeeId", T::Int),
         ],
     );
     let record = app.get_json(&format!("/v1/i9s/{i9}"), &token).await;

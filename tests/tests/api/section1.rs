@@ -151,6 +151,114 @@ async fn the_employee_signs_section_1_and_returns_to_the_partner() {
     .await;
 }
 
+/// The error summary of a page: each entry's link fragment and text.
+fn summary(html: &str) -> Vec<(String, String)> {
+    let start = html.find("class=\"summary\"").expect("an error summary");
+    let end = start + html[start..].find("</div>").unwrap();
+    regex::Regex::new(r##"<li><a href="#([^"]*)">([^<]*)</a></li>"##)
+        .unwrap()
+        .captures_iter(&html[start..end])
+        .map(|c| (c[1].to_owned(), c[2].to_owned()))
+        .collect()
+}
+
+/// The HR engineer's trial: the summary linked to `#attestation`, which no
+/// element carried, and said "This field is required." without naming the
+/// field. Each entry now links to an element of the page and names its
+/// field, in English and in Spanish.
+#[tokio::test]
+async fn the_error_summary_links_to_its_fields_and_names_them() {
+    let app = spawn(
+        Stack {
+            jobs: true,
+            ..Stack::default()
+        },
+        |_| {},
+    )
+    .await;
+    let (_, link) = hire(&app, "cand-summary", 1).await;
+    let ids: regex::Regex = regex::Regex::new(r#"\sid="([^"]+)""#).unwrap();
+    let incomplete = [
+        ("lastName", "Diaz"),
+        ("dateOfBirth", "1990-02-30"),
+        ("socialSecurityNumber", "456-78"),
+    ];
+    for (lang, names) in [
+        (
+            "en",
+            [
+                ("firstName", "First name (given name): "),
+                ("addressStreet", "Address (street number and name): "),
+                ("addressCity", "City or town: "),
+                ("addressState", "State: "),
+                ("addressZip", "ZIP code: "),
+                ("dateOfBirth", "Date of birth: "),
+                ("socialSecurityNumber", "U.S. Social Security number: "),
+                ("attestation", "Citizenship or immigration status: "),
+                ("agree", "Penalty of perjury statement: "),
+                ("signature", "Signature: "),
+            ],
+        ),
+        (
+            "es",
+            [
+                ("firstName", "Nombre: "),
+                ("addressStreet", "Dirección (número y nombre de la calle): "),
+                ("addressCity", "Ciudad o pueblo: "),
+                ("addressState", "Estado: "),
+                ("addressZip", "Código postal: "),
+                ("dateOfBirth", "Fecha de nacimiento: "),
+                (
+                    "socialSecurityNumber",
+                    "Número de Seguro Social de EE. UU.: ",
+                ),
+                ("attestation", "Estatus de ciudadanía o inmigración: "),
+                ("agree", "Declaración bajo pena de perjurio: "),
+                ("signature", "Firma: "),
+            ],
+        ),
+    ] {
+        let r = app
+            .http
+            .post(format!("{link}?lang={lang}"))
+            .form(&incomplete)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 422);
+        let html = r.text().await.unwrap();
+        let on_page: Vec<&str> = ids
+            .captures_iter(&html)
+            .map(|c| c.get(1).unwrap().as_str())
+            .collect();
+        let entries = summary(&html);
+        for (fragment, text) in &entries {
+            assert!(
+                on_page.contains(&fragment.as_str()),
+                "{lang}: #{fragment} is no element's id"
+            );
+            let (_, name) = names
+                .iter()
+                .find(|(field, _)| field == fragment)
+                .unwrap_or_else(|| panic!("{lang}: an entry for {fragment}: {text}"));
+            assert!(
+                text.starts_with(name) && text.len() > name.len(),
+                "{lang}: {text:?} names {name:?}"
+            );
+        }
+        let mut linked: Vec<&str> = entries.iter().map(|(f, _)| f.as_str()).collect();
+        linked.sort_unstable();
+        let mut expected: Vec<&str> = names.iter().map(|(f, _)| *f).collect();
+        expected.sort_unstable();
+        assert_eq!(linked, expected, "{lang}: one entry per field in error");
+        // The attestation's link lands on its first radio button.
+        assert!(
+            html.contains(r#"<input id="attestation" type="radio" name="attestation""#),
+            "{html}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_form_speaks_spanish_and_checks_what_each_attestation_needs() {
     let app = spawn(
@@ -432,4 +540,366 @@ async fn a_form_that_cannot_be_read_is_a_400_page_in_its_language_and_signs_noth
         .await
         .unwrap();
     assert_eq!(r.status(), 404);
+}
+
+/// An employee that HR (`admin`'s token) hires with `fields` besides a name,
+/// a group and a start date, with an I-9: its id, its I-9's id and the
+/// Section 1 link, once the worker has created the I-9.
+async fn hr_hire(app: &TestApp, admin: &str, fields: Value) -> (i64, i64, String) {
+    let mut body = json!({"firstName": "Ana", "lastName": "Diaz", "startDate": "2026-12-01",
+                          "locationId": 3, "createI9": "yes"});
+    body.as_object_mut()
+        .unwrap()
+        .extend(fields.as_object().unwrap().clone());
+    let r = app.post_json("/v1/employees", admin, &body).await;
+    assert_eq!(r.status(), 201);
+    let created: Value = r.json().await.unwrap();
+    let id = created["id"].as_i64().unwrap();
+    let link = created["i9FormSection1Link"].as_str().unwrap().to_owned();
+    eventually("the I-9 exists", || async { app.i9_count(id).await == 1 }).await;
+    let i9 = app
+        .count("SELECT id FROM i9s WHERE employee_id = $1", id)
+        .await;
+    (id, i9, link)
+}
+
+/// Sign Section 1 with `form` as request `request_id`: the thank-you page.
+async fn sign(app: &TestApp, link: &str, form: &[(&str, &str)], request_id: &str) -> String {
+    let r = app
+        .http
+        .post(link)
+        .header("x-request-id", request_id)
+        .form(form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200, "signed, no return URL");
+    let html = r.text().await.unwrap();
+    assert!(html.contains("Section 1 is signed"), "{html}");
+    html
+}
+
+/// The audit entries of the fill of employee `id`: request id and detail.
+async fn fills(app: &TestApp, id: i64) -> Vec<(Option<String>, Value)> {
+    sqlx::query_as(
+        "SELECT request_id, detail FROM audit_log
+         WHERE action = 'employee.section1_fill' AND resource_type = 'employee' AND resource_id = $1::TEXT",
+    )
+    .bind(id)
+    .fetch_all(app.pool())
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn section_1_fills_what_the_employee_record_lacks() {
+    let app = i9_tests::spawn_stack().await;
+    let admin = app.token(i9_tests::ADMIN).await;
+    let (id, i9, link) = hr_hire(&app, &admin, json!({})).await;
+    let before = app.get_json(&format!("/v1/employees/{id}"), &admin).await;
+    for field in [
+        "dateOfBirth",
+        "socialSecurityNumber",
+        "addressStreet",
+        "addressZip",
+    ] {
+        assert_eq!(before[field], Value::Null, "{field}");
+    }
+    let record = app.get_json(&format!("/v1/i9s/{i9}"), &admin).await;
+    assert_eq!(
+        record["section1Differences"],
+        Value::Null,
+        "nothing recorded before Section 1 is signed"
+    );
+
+    sign(&app, &link, &good_form(), "fill-1").await;
+
+    let after = app.get_json(&format!("/v1/employees/{id}"), &admin).await;
+    for (field, value) in [
+        ("dateOfBirth", "1990-03-14"),
+        ("socialSecurityNumber", "456-78-9012"),
+        ("addressStreet", "12 Harbor Way"),
+        ("addressCity", "Portland"),
+        ("addressState", "OR"),
+        ("addressZip", "97201"),
+    ] {
+        assert_eq!(after[field], value, "{field}");
+    }
+    assert_eq!(after["addressApartment"], Value::Null, "none attested");
+    // Masked for those without permission 12, as any number.
+    let west = app.token(i9_tests::WEST_HR).await;
+    let masked = app.get_json(&format!("/v1/employees/{id}"), &west).await;
+    assert_eq!(masked["socialSecurityNumber"], "***-**-9012");
+    // One entry of the fill, naming the fields, not their values.
+    let entries = fills(&app, id).await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(entries[0].0.as_deref(), Some("fill-1"));
+    assert_eq!(
+        entries[0].1,
+        json!({"fields": ["date_of_birth", "address_street", "address_city", "address_state",
+                          "address_zip", "ssn"], "i9Id": i9})
+    );
+    // Nothing differed.
+    let record = app.get_json(&format!("/v1/i9s/{i9}"), &admin).await;
+    assert_eq!(record["section1Differences"], json!([]));
+    // The number is the employee's as any write's: another employee cannot take it.
+    let r = app
+        .post_json(
+            "/v1/employees",
+            &admin,
+            &json!({"firstName": "Bo", "lastName": "Lund", "locationId": 3, "startDate": "2026-12-01",
+                    "socialSecurityNumber": "456-78-9012"}),
+        )
+        .await;
+    assert_eq!(r.status(), 409);
+}
+
+#[tokio::test]
+async fn a_date_of_birth_hr_entered_is_kept_and_the_i9_shows_the_difference() {
+    let app = i9_tests::spawn_stack().await;
+    let admin = app.token(i9_tests::ADMIN).await;
+    let (id, i9, link) = hr_hire(&app, &admin, json!({"dateOfBirth": "1991-01-01"})).await;
+
+    sign(&app, &link, &good_form(), "dob-1").await;
+
+    let employee = app.get_json(&format!("/v1/employees/{id}"), &admin).await;
+    assert_eq!(employee["dateOfBirth"], "1991-01-01", "HR's value is kept");
+    assert_eq!(employee["socialSecurityNumber"], "456-78-9012");
+    let record = app.get_json(&format!("/v1/i9s/{i9}"), &admin).await;
+    assert_eq!(
+        record["dateOfBirth"], "1990-03-14",
+        "the I-9 holds the attested one"
+    );
+    assert_eq!(
+        record["section1Differences"],
+        json!([{"field": "dateOfBirth", "reason": "differs"}])
+    );
+    let entries = fills(&app, id).await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(
+        entries[0].1["fields"],
+        json!([
+            "address_street",
+            "address_city",
+            "address_state",
+            "address_zip",
+            "ssn"
+        ])
+    );
+}
+
+#[tokio::test]
+async fn an_ssn_another_employee_holds_is_not_copied_and_the_signing_succeeds() {
+    let app = i9_tests::spawn_stack().await;
+    let admin = app.token(i9_tests::ADMIN).await;
+    let r = app
+        .post_json(
+            "/v1/employees",
+            &admin,
+            &json!({"firstName": "Bo", "lastName": "Lund", "locationId": 3, "startDate": "2026-12-01",
+                    "socialSecurityNumber": "456-78-9012"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let holder = r.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+    let (id, i9, link) = hr_hire(&app, &admin, json!({})).await;
+
+    let page = sign(&app, &link, &good_form(), "held-1").await;
+    assert!(
+        !page.contains("456-78-9012") && !page.contains("456789012") && !page.contains("9012"),
+        "{page}"
+    );
+
+    let status: String = sqlx::query_scalar("SELECT status FROM i9s WHERE id = $1")
+        .bind(i9)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(status, "Signed Sec 1");
+    let employee = app.get_json(&format!("/v1/employees/{id}"), &admin).await;
+    assert_eq!(employee["socialSecurityNumber"], Value::Null);
+    assert_eq!(employee["dateOfBirth"], "1990-03-14", "the rest is filled");
+    let record = app.get_json(&format!("/v1/i9s/{i9}"), &admin).await;
+    assert_eq!(
+        record["section1Differences"],
+        json!([{"field": "socialSecurityNumber", "reason": "held_by_another_employee"}])
+    );
+    // The holder keeps its number.
+    let held = app
+        .get_json(&format!("/v1/employees/{holder}"), &admin)
+        .await;
+    assert_eq!(held["socialSecurityNumber"], "456-78-9012");
+    // The fill names no SSN; the refusal is audited as any refusal for a
+    // taken number, naming the holder; no entry holds the number.
+    let entries = fills(&app, id).await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(
+        entries[0].1["fields"],
+        json!([
+            "date_of_birth",
+            "address_street",
+            "address_city",
+            "address_state",
+            "address_zip"
+        ])
+    );
+    let conflicts: Vec<(Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT resource_id, request_id FROM audit_log WHERE action = 'ssn.conflict'",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        conflicts,
+        vec![(Some(holder.to_string()), Some("held-1".to_owned()))]
+    );
+    let leaked: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM audit_log WHERE detail::TEXT LIKE '%9012%' OR detail::TEXT LIKE '%456%'",
+    )
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(leaked, 0);
+}
+
+#[tokio::test]
+async fn equal_values_differ_in_nothing_and_fill_nothing() {
+    let app = i9_tests::spawn_stack().await;
+    let admin = app.token(i9_tests::ADMIN).await;
+    // As the employee will attest them (case and spacing aside).
+    let (id, i9, link) = hr_hire(
+        &app,
+        &admin,
+        json!({"dateOfBirth": "1990-03-14", "socialSecurityNumber": "456-78-9012",
+               "addressStreet": "12 harbor  way", "addressCity": "Portland", "addressState": "or",
+               "addressZip": "97201"}),
+    )
+    .await;
+
+    sign(&app, &link, &good_form(), "same-1").await;
+
+    let record = app.get_json(&format!("/v1/i9s/{i9}"), &admin).await;
+    assert_eq!(record["i9Status"], "Signed Sec 1");
+    assert_eq!(record["section1Differences"], json!([]));
+    assert!(fills(&app, id).await.is_empty(), "nothing was filled");
+    let employee = app.get_json(&format!("/v1/employees/{id}"), &admin).await;
+    assert_eq!(
+        employee["addressStreet"], "12 harbor  way",
+        "HR's spelling stays"
+    );
+}
+
+#[tokio::test]
+async fn a_blank_ssn_attests_the_number_on_the_i9_and_is_compared_with_the_record() {
+    let app = i9_tests::spawn_stack().await;
+    let admin = app.token(i9_tests::ADMIN).await;
+    let (id, i9, link) =
+        hr_hire(&app, &admin, json!({"socialSecurityNumber": "456-78-9012"})).await;
+    // HR changes the number after the I-9 took the first one.
+    let r = app
+        .patch_json(
+            &format!("/v1/employees/{id}"),
+            &admin,
+            &json!({"firstName": "Ana", "lastName": "Diaz", "locationId": 3,
+                    "socialSecurityNumber": "456-78-9013"}),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let mut form = good_form();
+    form.retain(|(k, _)| *k != "socialSecurityNumber");
+
+    sign(&app, &link, &form, "blank-1").await;
+
+    let record = app.get_json(&format!("/v1/i9s/{i9}"), &admin).await;
+    assert_eq!(record["ssn"], "456-78-9012", "the I-9 keeps its number");
+    assert_eq!(
+        record["section1Differences"],
+        json!([{"field": "socialSecurityNumber", "reason": "differs"}])
+    );
+    let employee = app.get_json(&format!("/v1/employees/{id}"), &admin).await;
+    assert_eq!(employee["socialSecurityNumber"], "456-78-9013");
+}
+
+#[tokio::test]
+async fn an_ssn_taken_while_the_employee_signs_is_not_copied_either() {
+    let app = i9_tests::spawn_stack().await;
+    let admin = app.token(i9_tests::ADMIN).await;
+    let (id, i9, link) = hr_hire(&app, &admin, json!({})).await;
+    // Another employee takes the number in a transaction not yet committed:
+    // the signing's look for a holder cannot see it, its write of the number
+    // waits for it.
+    let ssn = i9_common::domain::Ssn::parse("456-78-9012").unwrap();
+    let mut other = app.pool().begin().await.unwrap();
+    let holder: i64 = sqlx::query_scalar(
+        "INSERT INTO employees (first_name, last_name, location_id, ssn_ciphertext, ssn_hash, ssn_last4)
+         VALUES ('Bo', 'Lund', 3, $1, $2, $3) RETURNING id",
+    )
+    .bind(
+        app.cipher
+            .encrypt_ssn(i9_common::crypto::Purpose::EmployeeSsn, &ssn),
+    )
+    .bind(app.cipher.ssn_search_hash(&ssn))
+    .bind(ssn.last4())
+    .fetch_one(&mut *other)
+    .await
+    .unwrap();
+    let signing = {
+        let http = app.http.clone();
+        let link = link.clone();
+        tokio::spawn(async move {
+            http.post(&link)
+                .header("x-request-id", "race-1")
+                .form(&good_form())
+                .send()
+                .await
+                .unwrap()
+        })
+    };
+    eventually("the signing waits for the other write", || async {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = current_database() AND wait_event_type = 'Lock'
+               AND query LIKE 'UPDATE employees %'",
+        )
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+        waiting > 0
+    })
+    .await;
+    other.commit().await.unwrap();
+
+    let r = signing.await.unwrap();
+    assert_eq!(r.status(), 200);
+    let employee = app.get_json(&format!("/v1/employees/{id}"), &admin).await;
+    assert_eq!(employee["socialSecurityNumber"], Value::Null);
+    assert_eq!(employee["dateOfBirth"], "1990-03-14", "the rest is filled");
+    let record = app.get_json(&format!("/v1/i9s/{i9}"), &admin).await;
+    assert_eq!(record["i9Status"], "Signed Sec 1");
+    assert_eq!(
+        record["section1Differences"],
+        json!([{"field": "socialSecurityNumber", "reason": "held_by_another_employee"}])
+    );
+    let entries = fills(&app, id).await;
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    assert_eq!(
+        entries[0].1["fields"],
+        json!([
+            "date_of_birth",
+            "address_street",
+            "address_city",
+            "address_state",
+            "address_zip"
+        ])
+    );
+    let conflicts: Vec<(Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT resource_id, request_id FROM audit_log WHERE action = 'ssn.conflict'",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        conflicts,
+        vec![(Some(holder.to_string()), Some("race-1".to_owned()))]
+    );
 }

@@ -164,3 +164,93 @@ async fn idempotency_records_of_the_previous_version_replay_without_their_bodies
         .unwrap();
     assert_eq!(employees, 4, "nothing written again");
 }
+
+/// The migration that keeps `IntegrationTransactionId` per I-9 request and I-9.
+const I9_TRANSACTION_ID: i64 = 20261124100101;
+
+/// The previous version kept only the employee's latest push id: the upgrade
+/// gives it to the request (and I-9) that push made, found by the time of the
+/// push's audit entry, and leaves the earlier push's request unknown (NULL).
+#[tokio::test]
+async fn the_latest_push_of_the_previous_version_gives_its_i9_its_transaction_id() {
+    let db = TestDb::unmigrated().await;
+    let before = Migrator {
+        migrations: Cow::Owned(
+            MIGRATOR
+                .migrations
+                .iter()
+                .filter(|m| m.version < I9_TRANSACTION_ID)
+                .cloned()
+                .collect(),
+        ),
+        ..Migrator::DEFAULT
+    };
+    before.run(&db.pool).await.unwrap();
+    let config = Config::for_tests(&db.url);
+    let cipher = i9_common::crypto::DataCipher::from_config(&config);
+    seed::load(&db.pool, &cipher, &fixture()).await.unwrap();
+    let employee: i64 = sqlx::query_scalar(
+        "INSERT INTO employees (first_name, last_name, location_id, integration_client_id,
+                                integration_candidate_id, integration_transaction_id)
+         SELECT 'Ana', 'Diaz', g.id, c.id, 'cand-old', 'tx-second'
+         FROM groups g, oauth_clients c WHERE g.name = 'Portland Warehouse' AND c.client_id = 'greenhouse-ats'
+         RETURNING id",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    // Two pushes, each its audit entry, request and I-9 in one transaction,
+    // as the previous version wrote them.
+    let mut i9s = Vec::new();
+    for action in ["partner.create", "partner.rehire"] {
+        let mut tx = db.pool.begin().await.unwrap();
+        sqlx::query(
+            "INSERT INTO audit_log (action, resource_type, resource_id) VALUES ($1, 'employee', $2::TEXT)",
+        )
+        .bind(action)
+        .bind(employee)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        let i9: i64 = sqlx::query_scalar(
+            "INSERT INTO i9s (employee_id, status, form_version, first_name, last_name)
+             VALUES ($1, 'Parked', '01/20/25', 'Ana', 'Diaz') RETURNING id",
+        )
+        .bind(employee)
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+        let token = new_token("s1_");
+        sqlx::query(
+            "INSERT INTO i9_requests (id, employee_id, remote, onboarding_type, section1_token_hash,
+                                      section1_token_ciphertext, section1_expires_at, i9_id)
+             VALUES ($1, $2, FALSE, 'on-site', $3, $4, now() + interval '14 days', $5)",
+        )
+        .bind(Uuid::new_v4())
+        .bind(employee)
+        .bind(token_hash(&token))
+        .bind(cipher.encrypt(Purpose::Section1Token, token.as_bytes()))
+        .bind(i9)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        i9s.push(i9);
+    }
+
+    MIGRATOR.run(&db.pool).await.unwrap();
+    let kept: Vec<(i64, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT i.id, i.integration_transaction_id, r.integration_transaction_id
+         FROM i9s i JOIN i9_requests r ON r.i9_id = i.id ORDER BY i.id",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        kept,
+        [
+            (i9s[0], None, None),
+            (i9s[1], Some("tx-second".into()), Some("tx-second".into())),
+        ]
+    );
+}

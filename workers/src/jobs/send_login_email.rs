@@ -1,5 +1,6 @@
 //! `send_login_email`: email a new employee sign-in its login name and a
-//! one-time link to set a password. No password is ever sent.
+//! one-time link to set a password, in the employee's language. No password
+//! is ever sent.
 //!
 //! Reads `users`; writes `password_set_tokens` and `processed_jobs` (the
 //! email is sent once: [`super::claim`]).
@@ -25,17 +26,22 @@ pub async fn run(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
     claim::finish(&ctx.pool, job_id, KIND, sent).await
 }
 
-/// The user a login email goes to.
+/// The user a login email goes to, and the language of its employee record
+/// (an employee's own sign-in; other users have none).
 struct Recipient {
     login: String,
     first_name: String,
     email_address: Option<String>,
+    language_preference: Option<i16>,
 }
 
 async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
     let user = sqlx::query_as!(
         Recipient,
-        "SELECT login, first_name, email_address FROM users WHERE id = $1 AND NOT retired",
+        r#"SELECT u.login, u.first_name, u.email_address,
+                  (SELECT e.language_preference FROM employees e WHERE e.id = u.employee_id)
+                    AS language_preference
+           FROM users u WHERE u.id = $1 AND NOT u.retired"#,
         user_id,
     )
     .fetch_optional(&ctx.pool)
@@ -44,6 +50,7 @@ async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
         login,
         first_name,
         email_address: Some(to),
+        language_preference: language,
     }) = user
     else {
         return Err(JobError::Fatal(anyhow::anyhow!(
@@ -66,7 +73,9 @@ async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
     .await?;
     let link = links::set_password(&ctx.config.public_base_url, &token);
     let hours = ctx.config.password_link_ttl.as_secs() / 3600;
+    let spanish = language == Some(2);
     let text = LoginText {
+        spanish,
         first_name: &first_name,
         login: &login,
         link: &link,
@@ -74,7 +83,12 @@ async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
     };
     let email = Email {
         to,
-        subject: "Your sign-in to the I-9 records service".into(),
+        subject: if spanish {
+            "Su acceso al servicio de registros del Formulario I-9"
+        } else {
+            "Your sign-in to the I-9 records service"
+        }
+        .into(),
         text: render(&text)?,
         html: render(&LoginHtml { mail: &text })?,
         message_id: format!("<{job_id}@i9.invalid>"),
@@ -88,6 +102,8 @@ async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
 #[derive(Template)]
 #[template(path = "login_email.txt")]
 struct LoginText<'a> {
+    /// `languagePreference` 2 of the employee the sign-in is for.
+    spanish: bool,
     first_name: &'a str,
     login: &'a str,
     link: &'a str,
@@ -108,6 +124,7 @@ mod tests {
     #[test]
     fn the_text_is_as_written_and_the_html_escapes_the_values() {
         let text = LoginText {
+            spanish: false,
             first_name: "Zoë <b>O'Neil</b>",
             login: "zoe&co@mail.example",
             link: "https://i9.example/account/set-password/pw_x?a=1&b=2",

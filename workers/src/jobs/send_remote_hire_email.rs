@@ -1,10 +1,12 @@
 //! `send_remote_hire_email`: email a remote hire the Section 1 link of its
-//! I-9, in English or Spanish (`languagePreference`).
+//! I-9, in English or Spanish (`languagePreference`), naming the employer,
+//! when Section 1 is due and when the link expires (docs/api.md, "Emails").
 //!
-//! Reads `i9_requests` and `employees`; writes `processed_jobs` (the email
+//! Reads `i9_requests`, `employees`, `legal_entities` and `i9s`; writes `processed_jobs` (the email
 //! is sent once: [`super::claim`]).
 
 use askama::Template;
+use chrono::{DateTime, NaiveDate, Utc};
 use i9_common::{
     crypto::{DecryptError, Purpose},
     links,
@@ -12,7 +14,7 @@ use i9_common::{
 use uuid::Uuid;
 
 use super::{claim, render, JobError, JobResult};
-use crate::{mailer::Email, Context};
+use crate::{mailer::Email, wording, Context};
 
 pub const KIND: &str = "send_remote_hire_email";
 
@@ -24,29 +26,41 @@ pub async fn run(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
     claim::finish(&ctx.pool, job_id, KIND, sent).await
 }
 
-/// The employee a remote-hire email goes to, and the Section 1 link's token
-/// (encrypted).
+/// The employee a remote-hire email goes to, its employer, when Section 1
+/// is due, and the Section 1 link's token (encrypted) and expiry.
 struct Recipient {
     section1_token_ciphertext: Vec<u8>,
+    section1_expires_at: DateTime<Utc>,
     first_name: String,
     email_address: Option<String>,
     language_preference: Option<i16>,
+    employer: Option<String>,
+    start_date: Option<NaiveDate>,
 }
 
 async fn send(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
+    // Section 1 is due by the first day of work: the I-9's start date (the
+    // I-9 exists before its email is queued: create_i9.rs).
     let row = sqlx::query_as!(
         Recipient,
-        "SELECT r.section1_token_ciphertext, e.first_name, e.email_address, e.language_preference
-         FROM i9_requests r JOIN employees e ON e.id = r.employee_id WHERE r.id = $1",
+        r#"SELECT r.section1_token_ciphertext, r.section1_expires_at, e.first_name, e.email_address,
+                  e.language_preference, l.entity_name AS "employer?", i.start_date AS "start_date?"
+           FROM i9_requests r JOIN employees e ON e.id = r.employee_id
+           LEFT JOIN legal_entities l ON l.id = e.legal_entity_id
+           LEFT JOIN i9s i ON i.id = r.i9_id
+           WHERE r.id = $1"#,
         request_id,
     )
     .fetch_optional(&ctx.pool)
     .await?;
     let Some(Recipient {
         section1_token_ciphertext: token_ct,
+        section1_expires_at: expires,
         first_name,
         email_address: Some(to),
         language_preference: language,
+        employer,
+        start_date,
     }) = row
     else {
         return Err(JobError::Fatal(anyhow::anyhow!(
@@ -61,28 +75,31 @@ async fn send(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
             JobError::from(e).context(format!("the Section 1 token of request {request_id}"))
         })?;
     let link = links::section1(&ctx.config.public_base_url, &token);
-    let (subject, intro, action) = if language == Some(2) {
-        (
-            "Complete la Sección 1 de su Formulario I-9",
-            "Su empleador le pide completar y firmar la Sección 1 del Formulario I-9 antes de su primer día de trabajo.",
-            "Abrir la Sección 1",
-        )
+    let spanish = language == Some(2);
+    let employer = employer.unwrap_or_else(|| {
+        if spanish {
+            "Su empleador"
+        } else {
+            "Your employer"
+        }
+        .to_owned()
+    });
+    let subject = if spanish {
+        format!("{employer}: complete la Sección 1 de su Formulario I-9")
     } else {
-        (
-            "Complete Section 1 of your Form I-9",
-            "Your employer asks you to complete and sign Section 1 of Form I-9 by your first day of work.",
-            "Open Section 1",
-        )
+        format!("{employer}: complete Section 1 of your Form I-9")
     };
     let text = RemoteHireText {
+        spanish,
         first_name: &first_name,
-        intro,
-        action,
+        employer: &employer,
+        due: start_date.map(|d| wording::date(d, spanish)),
+        expires: wording::moment(expires, spanish),
         link: &link,
     };
     let email = Email {
         to,
-        subject: subject.into(),
+        subject,
         text: render(&text)?,
         html: render(&RemoteHireHtml { mail: &text })?,
         message_id: format!("<{job_id}@i9.invalid>"),
@@ -92,13 +109,19 @@ async fn send(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
     Ok(())
 }
 
-/// The plain-text part (`workers/templates/remote_hire_email.txt`).
+/// The plain-text part (`workers/templates/remote_hire_email.txt`), in
+/// English or Spanish.
 #[derive(Template)]
 #[template(path = "remote_hire_email.txt")]
 struct RemoteHireText<'a> {
+    spanish: bool,
     first_name: &'a str,
-    intro: &'a str,
-    action: &'a str,
+    /// The legal entity's name, or "Your employer".
+    employer: &'a str,
+    /// The first day of work, written out, when known.
+    due: Option<String>,
+    /// When the link stops working, written out.
+    expires: String,
     link: &'a str,
 }
 
@@ -113,23 +136,60 @@ struct RemoteHireHtml<'a> {
 mod tests {
     use super::*;
 
+    fn mail(spanish: bool, due: Option<&str>) -> RemoteHireText<'static> {
+        RemoteHireText {
+            spanish,
+            first_name: "José <i>&</i>",
+            employer: "Acme & Sons",
+            due: due.map(str::to_owned),
+            expires: "December 15, 2026 at 09:05 UTC".into(),
+            link: "https://i9.example/i9/section1/s1_x?a=1&b=2",
+        }
+    }
+
     #[test]
     fn the_text_is_as_written_and_the_html_escapes_the_values() {
-        let text = RemoteHireText {
-            first_name: "José <i>&</i>",
-            intro: "Su empleador le pide completar y firmar la Sección 1.",
-            action: "Abrir la Sección 1",
-            link: "https://i9.example/i9/section1/s1_x?a=1&b=2",
-        };
+        let text = mail(false, Some("December 1, 2026"));
         assert_eq!(
             text.render().unwrap(),
-            "José <i>&</i>,\n\nSu empleador le pide completar y firmar la Sección 1.\n\n\
-             Abrir la Sección 1: https://i9.example/i9/section1/s1_x?a=1&b=2\n"
+            "Hello José <i>&</i>,\n\nAcme & Sons asks you to complete and sign Section 1 of Form I-9 \
+             (employment eligibility verification) by December 1, 2026, your first day of work.\n\n\
+             Open Section 1: https://i9.example/i9/section1/s1_x?a=1&b=2\n\n\
+             The link is yours alone and works until December 15, 2026 at 09:05 UTC. \
+             If it no longer works, ask Acme & Sons for a new one.\n"
         );
         assert_eq!(
             RemoteHireHtml { mail: &text }.render().unwrap(),
-            "<p>José &#60;i&#62;&#38;&#60;/i&#62;,</p><p>Su empleador le pide completar y firmar la Sección 1.</p>\
-             <p><a href=\"https://i9.example/i9/section1/s1_x?a=1&#38;b=2\">Abrir la Sección 1</a></p>"
+            "<p>Hello José &#60;i&#62;&#38;&#60;/i&#62;,</p><p>Acme &#38; Sons asks you to complete and sign \
+             Section 1 of Form I-9 (employment eligibility verification) by <strong>December 1, 2026</strong>, \
+             your first day of work.</p><p><a href=\"https://i9.example/i9/section1/s1_x?a=1&#38;b=2\">Open Section 1</a></p>\
+             <p>The link is yours alone and works until December 15, 2026 at 09:05 UTC. \
+             If it no longer works, ask Acme &#38; Sons for a new one.</p>"
+        );
+    }
+
+    #[test]
+    fn spanish_and_no_start_date() {
+        let text = mail(true, None).render().unwrap();
+        assert!(
+            text.starts_with(
+                "Hola José <i>&</i>:\n\nAcme & Sons le pide completar y firmar la Sección 1"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("a más tardar en su primer día de trabajo."),
+            "{text}"
+        );
+        assert!(text.contains("Abrir la Sección 1: https://"), "{text}");
+        let html = RemoteHireHtml {
+            mail: &mail(true, Some("1 de diciembre de 2026")),
+        }
+        .render()
+        .unwrap();
+        assert!(
+            html.contains("a más tardar el <strong>1 de diciembre de 2026</strong>"),
+            "{html}"
         );
     }
 }

@@ -357,6 +357,46 @@ pub struct PartnerHire {
     pub language_preference: Field<Language>,
 }
 
+/// The group and the legal entity a body names, each where its value is a
+/// well-formed id, whatever the rest of the body holds: what
+/// `write::read_body` looks up, so that one 422 names a `locationId` or
+/// `legalEntity` that names nothing together with every other bad field.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct References {
+    pub location: Option<i64>,
+    pub legal_entity: Option<i64>,
+}
+
+/// A body of an employee write, which names a group and may name a legal
+/// entity.
+pub trait NamesReferences {
+    fn references(&self) -> References;
+}
+
+impl NamesReferences for EmployeeCreate {
+    fn references(&self) -> References {
+        References {
+            location: self.location_id.value().map(|i| i.0),
+            legal_entity: self.legal_entity.value().map(|i| i.0),
+        }
+    }
+}
+
+impl NamesReferences for EmployeeUpdate {
+    fn references(&self) -> References {
+        self.fields.references()
+    }
+}
+
+impl NamesReferences for PartnerHire {
+    fn references(&self) -> References {
+        References {
+            location: self.location_id.value().map(|i| i.0),
+            legal_entity: self.legal_entity.value().map(|i| i.0),
+        }
+    }
+}
+
 /// Why a terminated period needs its start.
 pub const START_OF_TERMINATED: &str = "Needed when the period has a terminatedDate.";
 

@@ -2,6 +2,7 @@
 //! (`POST`, `PATCH`) in [`write`], their body in [`input`].
 
 pub mod input;
+pub mod periods;
 pub mod write;
 
 use axum::{
@@ -18,6 +19,7 @@ use sqlx::FromRow;
 use utoipa::{IntoParams, ToSchema};
 
 use super::{reveal_ssn, Id};
+use crate::list::Format;
 use crate::{
     audit,
     auth::Caller,
@@ -29,6 +31,7 @@ use crate::{
     },
     state::AppState,
 };
+use axum::response::Response;
 
 pub const FILTERS: &[FilterSpec] = &[
     filter("custom1", K::Text("e.custom1")),
@@ -41,6 +44,10 @@ pub const FILTERS: &[FilterSpec] = &[
     filter("custom8", K::Text("e.custom8")),
     filter("emailAddress", K::Text("e.email_address")),
     filter("firstName", K::Text("e.first_name")),
+    filter(
+        "integrationCandidateId",
+        K::Text("e.integration_candidate_id"),
+    ),
     filter("jobTitle", K::Text("e.job_title")),
     filter("lastName", K::Text("e.last_name")),
     filter("middleName", K::Text("e.middle_name")),
@@ -51,6 +58,7 @@ pub const FILTERS: &[FilterSpec] = &[
     filter("languagePreference", K::Language("e.language_preference")),
     filter("legalEntity", K::Int("e.legal_entity_id")),
     filter("locationId", K::Int("e.location_id")),
+    filter("locationIdWithin", K::GroupWithin("e.location_id")),
 ];
 
 /// Filters of `GET /v1/employees` (exact match, case-insensitive).
@@ -78,6 +86,9 @@ pub struct EmployeeFilters {
     emailAddress: Option<crate::list::params::Text>,
     #[param(inline)]
     firstName: Option<crate::list::params::Text>,
+    /// The partner's candidate key (docs/partners.md, "Finding your employee").
+    #[param(inline)]
+    integrationCandidateId: Option<crate::list::params::Text>,
     #[param(inline)]
     jobTitle: Option<crate::list::params::Text>,
     #[param(inline)]
@@ -100,9 +111,12 @@ pub struct EmployeeFilters {
     /// Legal entity id.
     #[param(inline)]
     legalEntity: Option<crate::list::params::Int>,
-    /// Group id.
+    /// Group id: that group only.
     #[param(inline)]
     locationId: Option<crate::list::params::Int>,
+    /// Group id: that group and every group below it (a region).
+    #[param(inline)]
+    locationIdWithin: Option<crate::list::params::Int>,
     /// Page number, from 1.
     #[param(inline)]
     page: Option<crate::list::params::Positive>,
@@ -145,7 +159,8 @@ pub struct EmployeeSummary {
     get, path = "/v1/employees", operation_id = "listEmployees", tag = "employees",
     params(EmployeeFilters),
     responses(
-        (status = 200, description = "A page of employees the caller may see", body = ListResponse<EmployeeSummary>),
+        (status = 200, description = "A page of employees the caller may see", content((ListResponse<EmployeeSummary> = "application/json"), (String = "text/csv"))),
+        (status = 406, description = "The Accept allows neither application/json nor text/csv", body = Problem, content_type = "application/problem+json"),
         (status = 400, description = "Unknown parameter or bad value", body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Missing scope or permission 1; a socialSecurityNumber filter without permission 12", body = Problem, content_type = "application/problem+json"),
@@ -155,10 +170,11 @@ pub struct EmployeeSummary {
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
+    format: Format,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<ListResponse<EmployeeSummary>>> {
+) -> ApiResult<Response> {
     caller.require(Scope::Read, Permission::ViewEmployees)?;
-    let q = ListQuery::parse(raw.as_deref(), FILTERS)?;
+    let q = ListQuery::parse_as(raw.as_deref(), FILTERS, format)?;
     // Without permission 12 a search by number would reveal masked numbers by trial.
     if q.searches_ssn() && !caller.has(Permission::FullSsn) {
         return Err(ApiError::Forbidden(
@@ -202,10 +218,12 @@ pub async fn list(
         }
     }
     audit::record_ssn_reads(&state.pool, &caller, "employee", &revealed).await?;
-    Ok(Json(ListResponse {
+    Ok(ListResponse {
         links: q.links("/v1/employees", total),
         search_result: rows,
-    }))
+        total,
+    }
+    .answer(format))
 }
 
 #[derive(Debug, FromRow, Serialize, ToSchema)]
@@ -262,6 +280,7 @@ pub struct EmployeeRecord {
     pub integration_client_system: Option<String>,
     pub integration_client_process: Option<String>,
     pub integration_hr_url: Option<String>,
+    /// The id of the employee's latest partner push (docs/partners.md, "Transaction ids").
     #[serde(rename = "IntegrationTransactionId")]
     pub integration_transaction_id: Option<String>,
     pub integration_request_id: Option<String>,
@@ -510,14 +529,16 @@ pub async fn fetch(
     rec.i9_form_section2_link = rec
         .section2_i9_id
         .map(|i9| format!("{}/v1/i9s/{i9}/section2", state.config.public_base_url));
-    rec.links = record_links(id, &i9_ids);
+    rec.links = record_links(id, &i9_ids, !caller.partner);
     Ok(Some(rec))
 }
 
 /// The links of a single employee record: `self`; `i9s`, the list of the
 /// employee's I-9s, whether or not one exists yet (the specification:
-/// single employee records carry `i9s`); and `i9`, each I-9, newest first.
-pub fn record_links(id: i64, i9_ids: &[i64]) -> Vec<Link> {
+/// single employee records carry `i9s`); `i9`, each I-9, newest first; and,
+/// when `periods` (not to a partner client, which does not reach it),
+/// `periods`, the employee's periods of employment.
+pub fn record_links(id: i64, i9_ids: &[i64], periods: bool) -> Vec<Link> {
     [
         Link::new("self", format!("/v1/employees/{id}")),
         Link::new("i9s", format!("/v1/i9s?employeeId={id}")),
@@ -528,6 +549,7 @@ pub fn record_links(id: i64, i9_ids: &[i64]) -> Vec<Link> {
             .iter()
             .map(|i| Link::new("i9", format!("/v1/i9s/{i}"))),
     )
+    .chain(periods.then(|| Link::new("periods", format!("/v1/employees/{id}/periods"))))
     .collect()
 }
 
@@ -550,4 +572,16 @@ pub async fn get_one(
     caller.require(Scope::Read, Permission::ViewEmployees)?;
     let id = id.get()?;
     Ok(Json(load(&state, &caller, id).await?))
+}
+
+impl crate::list::CsvColumns for EmployeeSummary {
+    const COLUMNS: &'static [&'static str] = &[
+        "id",
+        "i9Status",
+        "i9Expiration",
+        "firstName",
+        "lastName",
+        "socialSecurityNumber",
+        "profileId",
+    ];
 }

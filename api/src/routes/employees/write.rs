@@ -18,18 +18,19 @@ use i9_common::{
     models::{
         employee::{self, EmployeeFields, Holder},
         i9_request::{self, I9Request},
+        WriteError,
     },
 };
 use sqlx::PgConnection;
 
 use super::{
     fetch,
-    input::{EmployeeChange, EmployeeCreate, EmployeeUpdate},
+    input::{EmployeeChange, EmployeeCreate, EmployeeUpdate, NamesReferences, References},
     EmployeeRecord,
 };
 use crate::{
     auth::{Caller, Visibility},
-    body::JsonBody,
+    body::{JsonBody, RequestBody},
     error::{ApiError, ApiResult, FieldError, Problem},
     idempotency::{self, Outcome, Replay},
     routes::Id,
@@ -60,7 +61,19 @@ pub async fn create(
 ) -> ApiResult<Response> {
     caller.require(Scope::Write, Permission::EditEmployees)?;
     let key = idempotency::key(&headers)?;
-    let change = body.check(EmployeeCreate::check)?;
+    // The email a remote hire or a sign-in needs is the body's alone here,
+    // so its error joins the body's others (and a missing reference's).
+    let change = read_body(&state, &body, |b: EmployeeCreate| {
+        let change = b.check()?;
+        let has_email = change.fields.email().flatten().is_some();
+        let errors = require_email(&change, has_email, false);
+        if errors.is_empty() {
+            Ok(change)
+        } else {
+            Err(errors)
+        }
+    })
+    .await?;
     let visibility = caller.visibility(&state.pool).await?;
 
     // A plain create is one statement, atomic on its own; an idempotency key
@@ -88,7 +101,8 @@ pub async fn create(
     let fields = &change.fields;
     ssn_writes::admit(&state, &caller, fields.new_ssn()).await?;
     // A group outside the caller's own: 422 if it does not exist, else 403.
-    // Groups the caller sees exist, so the happy path needs no query here.
+    // Groups the caller sees exist, so the happy path needs no query here
+    // (a legal entity that does not exist fails the insert: `create_error`).
     if let Some(group) = fields.location_id {
         if !visibility.may_place_in(group) {
             let mut conn = state.pool.acquire().await?;
@@ -96,10 +110,6 @@ pub async fn create(
         }
     }
     let email = fields.email().flatten().map(str::to_owned);
-    let errors = require_email(&change, email.is_some(), false);
-    if !errors.is_empty() {
-        return Err(ApiError::Validation(errors));
-    }
     // Before the insert, whose unique index answers for the SSN: a request
     // refused anyway must not tell whether its number is taken (ssn_writes.rs).
     if let (true, Some(conn), Some(email)) = (change.login.create, tx.as_mut(), email.as_deref()) {
@@ -152,7 +162,7 @@ pub async fn create(
         rec.ssn_ciphertext.as_deref(),
         rec.ssn_last4.as_deref(),
     )?;
-    rec.links = super::record_links(id, &[]);
+    rec.links = super::record_links(id, &[], !caller.partner);
     let outcome = Outcome {
         resource_id: id,
         section1_request: request.as_ref().map(|r| r.id),
@@ -218,14 +228,24 @@ pub async fn update(
 ) -> ApiResult<Response> {
     caller.require(Scope::Write, Permission::EditEmployees)?;
     let id = id.get()?;
-    let change = body.check(EmployeeUpdate::check)?;
-    if change.id.is_some_and(|body_id| body_id != id) {
-        return Err(ApiError::Validation(vec![FieldError::new(
-            "id",
-            "mismatch",
-            "Must match the id in the path.",
-        )]));
-    }
+    let change = read_body(&state, &body, |b: EmployeeUpdate| {
+        // The body's `id` against the path's, named with the other fields.
+        let mismatch = b
+            .fields
+            .id
+            .value()
+            .is_some_and(|body_id| body_id.0 != id)
+            .then(|| FieldError::new("id", "mismatch", "Must match the id in the path."));
+        match (b.check(), mismatch) {
+            (checked, None) => checked,
+            (Ok(_), Some(m)) => Err(vec![m]),
+            (Err(mut errors), Some(m)) => {
+                errors.push(m);
+                Err(errors)
+            }
+        }
+    })
+    .await?;
     let visibility = caller.visibility(&state.pool).await?;
     let fields = &change.fields;
 
@@ -239,13 +259,18 @@ pub async fn update(
         return Err(ApiError::NotFound);
     };
     ssn_writes::admit(&state, &caller, fields.new_ssn()).await?;
-    check_references(&mut tx, fields, &visibility).await?;
-
+    // One 422 names every field: a missing reference with what the stored
+    // record makes wrong (docs/api.md, "Writing employees").
+    let mut errors = missing_references(&mut tx, fields).await?;
     let email = match fields.email() {
         Some(v) => v.map(str::to_owned),
         None => current.email_address.clone(),
     };
-    let mut errors = require_email(&change, email.is_some(), current.login_id.is_some());
+    errors.extend(require_email(
+        &change,
+        email.is_some(),
+        current.login_id.is_some(),
+    ));
     let period = if change.rehire {
         change.period()
     } else {
@@ -260,9 +285,24 @@ pub async fn update(
         "Must not be before the startDate of the period.",
         super::input::START_OF_TERMINATED,
     );
+    // Periods never overlap: named here with the other fields, held to where
+    // the period is written (docs/api.md, "Periods of employment").
+    let overlap = if change.rehire {
+        // Re-hiring an active employee is a 409 below.
+        match current.is_terminated() {
+            true => employee::new_period_error(&mut tx, id, period).await?,
+            false => None,
+        }
+    } else {
+        employee::period_change_error(&mut tx, id, &current, period).await?
+    };
+    if !errors.iter().any(|e| e.field == "startDate") {
+        errors.extend(overlap);
+    }
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
+    check_references(&mut tx, fields, &visibility).await?;
     if change.rehire && !current.is_terminated() {
         return Err(ApiError::Conflict(
             "Only a terminated employee can be re-hired; this one is active.".into(),
@@ -289,13 +329,16 @@ pub async fn update(
     check_unique(&mut tx, &state, &caller, &visibility, fields, Some(id)).await?;
 
     employee::update(&mut tx, &state.cipher, id, fields).await?;
+    // A termination, its cancellation or a re-hire of a partner's employee
+    // is posted to the partner from there (docs/partners.md).
+    let base = state.config.public_base_url.as_str();
     if change.rehire {
-        employee::start_period(&mut tx, id, period).await?;
+        employee::start_period(&mut tx, id, period, base).await?;
     } else if current.period_id.is_none()
         || change.start_date.is_some()
         || change.terminated_date.is_some()
     {
-        employee::set_period(&mut tx, id, current.period_id, period).await?;
+        employee::set_period(&mut tx, id, &current, period, base).await?;
     }
     let link = match change.i9 {
         Some(wish) if i9_allowed => {
@@ -334,8 +377,60 @@ pub async fn update(
     Ok((StatusCode::OK, axum::Json(rec)).into_response())
 }
 
-/// `locationId` and `legalEntity` must exist (422); the caller must see the
-/// group (403).
+/// The body of an employee write (`POST /v1/employees`, `PATCH
+/// /v1/employees/{id}`, the partner operation), read and checked by `check`.
+/// A body with bad fields is one 422 that names them all and, with them, a
+/// well-formed `locationId` or `legalEntity` that names nothing
+/// (`not_found`; docs/api.md, "Writing employees"). A valid body's
+/// references are the route's to check ([`check_references`]), where a group
+/// outside the caller's is a 403: the usual create then asks nothing of the
+/// database before its insert.
+pub async fn read_body<T, O>(
+    state: &AppState,
+    body: &JsonBody<T>,
+    check: impl FnOnce(T) -> Result<O, Vec<FieldError>>,
+) -> ApiResult<O>
+where
+    T: RequestBody + NamesReferences,
+{
+    // Read before `check` takes the body; left empty when the body is not
+    // read as fields at all (415, 400, or NUL, which gets only its own errors).
+    let mut named = References::default();
+    let checked = body.check(|b: T| {
+        named = b.references();
+        check(b)
+    });
+    let Err(ApiError::Validation(mut errors)) = checked else {
+        return checked;
+    };
+    if named.location.is_some() || named.legal_entity.is_some() {
+        let mut conn = state.pool.acquire().await?;
+        match employee::check_references(&mut conn, named.location, named.legal_entity).await {
+            Ok(()) => {}
+            Err(WriteError::Invalid(missing)) => errors.extend(missing),
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(ApiError::Validation(errors))
+}
+
+/// The `not_found` errors of a `locationId` or `legalEntity` that names
+/// nothing, for a 422 that also names other fields.
+async fn missing_references(
+    conn: &mut PgConnection,
+    fields: &EmployeeFields,
+) -> ApiResult<Vec<FieldError>> {
+    match employee::check_references(conn, fields.location_id, fields.legal_entity_id.flatten())
+        .await
+    {
+        Ok(()) => Ok(Vec::new()),
+        Err(WriteError::Invalid(missing)) => Ok(missing),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `locationId` and `legalEntity` must exist (422, naming each missing
+/// one); the caller must see the group (403).
 pub async fn check_references(
     conn: &mut PgConnection,
     fields: &EmployeeFields,

@@ -1,0 +1,240 @@
+//! The audit history of one record: `GET /v1/employees/{id}/history` and
+//! `GET /v1/i9s/{id}/history` (docs/api.md, "History of a record"). The
+//! record's audit log entries, newest first, paged: when, what, who, the
+//! request id and the names of the fields written. Never a value: the
+//! entries' other details (a park reason, an attestation, a partner's
+//! candidate id) are not shown.
+//!
+//! Who may read it: besides the record's own read permission (1 or 3) and
+//! its visibility, permission 12 (see full social security numbers). The
+//! history says who read a record's full number and when; it is for the
+//! people trusted with those numbers. A partner client's token never
+//! reaches it (`auth::partner_reaches`).
+
+use axum::{
+    extract::{RawQuery, State},
+    Json,
+};
+use chrono::{DateTime, Utc};
+use i9_common::domain::{Permission, Scope};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::{employees::periods::Paging, i9s, Id};
+use crate::{
+    auth::Caller,
+    error::{ApiResult, Problem},
+    format,
+    list::{ListQuery, ListResponse},
+    state::AppState,
+};
+
+/// One audit entry of the record.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    /// When it happened (UTC).
+    #[serde(serialize_with = "format::timestamp")]
+    #[schema(value_type = String, example = "2026-11-22T14:03:07.123456")]
+    pub at: Option<DateTime<Utc>>,
+    /// What happened, e.g. `employee.update`, `ssn.read`, `i9.section2`
+    /// (docs/api.md, "History of a record", lists them).
+    pub action: String,
+    pub actor: HistoryActor,
+    /// The `x-request-id` of the request that did it; `null` for the system.
+    pub request_id: Option<String>,
+    /// The names of the fields written, as the API names them; never their
+    /// values. `[]` when the entry names none (a read, a step).
+    pub fields: Vec<String>,
+}
+
+/// Who acted.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryActor {
+    /// `user` (a user, through an API client), `section1Link` (the
+    /// employee, through the Section 1 link: no account), or `system` (the
+    /// service itself or its operator's `i9-admin`).
+    #[schema(value_type = String, example = "user")]
+    pub kind: &'static str,
+    /// The user's id (`/v1/users/{id}`), for `user`.
+    pub user_id: Option<i64>,
+    /// The user's login, for `user`.
+    pub login: Option<String>,
+    /// The OAuth client's `client_id` the user came through, for `user`.
+    pub client_id: Option<String>,
+}
+
+/// An audit entry as read.
+struct Row {
+    occurred_at: DateTime<Utc>,
+    action: String,
+    user_id: Option<i64>,
+    login: Option<String>,
+    client: Option<String>,
+    request_id: Option<String>,
+    fields: Vec<String>,
+}
+
+/// The API's name of a column an audit entry names (`detail.fields`).
+fn api_field(column: &str) -> String {
+    match column {
+        "ssn" => return "socialSecurityNumber".into(),
+        "legal_entity_id" => return "legalEntity".into(),
+        _ => {}
+    }
+    let mut out = String::with_capacity(column.len());
+    let mut upper = false;
+    for c in column.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+impl From<Row> for HistoryEntry {
+    fn from(r: Row) -> Self {
+        // The employee on the Section 1 page acts through a request, without
+        // an account; `i9-admin` and the workers act without a request.
+        let kind = match (r.user_id, &r.request_id) {
+            (Some(_), _) => "user",
+            (None, Some(_)) => "section1Link",
+            (None, None) => "system",
+        };
+        Self {
+            at: Some(r.occurred_at),
+            action: r.action,
+            actor: HistoryActor {
+                kind,
+                user_id: r.user_id,
+                login: r.login,
+                client_id: r.client,
+            },
+            request_id: r.request_id,
+            fields: r.fields.iter().map(|f| api_field(f)).collect(),
+        }
+    }
+}
+
+/// The page `q` of the history of `resource_type` `id`, at `path`.
+async fn page(
+    state: &AppState,
+    q: &ListQuery,
+    resource_type: &str,
+    id: i64,
+    path: &str,
+) -> ApiResult<ListResponse<HistoryEntry>> {
+    let resource = id.to_string();
+    let total = sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM audit_log WHERE resource_type = $1 AND resource_id = $2"#,
+        resource_type,
+        resource,
+    )
+    .fetch_one(&state.pool)
+    .await?;
+    let rows = sqlx::query_as!(
+        Row,
+        r#"SELECT a.occurred_at, a.action, a.user_id, u.login AS "login?", c.client_id AS "client?",
+                  a.request_id,
+                  ARRAY(SELECT jsonb_array_elements_text(
+                            CASE WHEN jsonb_typeof(a.detail -> 'fields') = 'array'
+                                 THEN a.detail -> 'fields' ELSE '[]'::JSONB END)) AS "fields!"
+           FROM audit_log a
+           LEFT JOIN users u ON u.id = a.user_id
+           LEFT JOIN oauth_clients c ON c.id = a.client_id
+           WHERE a.resource_type = $1 AND a.resource_id = $2
+           ORDER BY a.occurred_at DESC, a.id DESC LIMIT $3 OFFSET $4"#,
+        resource_type,
+        resource,
+        q.page_size,
+        q.offset(),
+    )
+    .fetch_all(&state.pool)
+    .await?;
+    Ok(ListResponse {
+        total,
+        links: q.links(path, total),
+        search_result: rows.into_iter().map(HistoryEntry::from).collect(),
+    })
+}
+
+#[utoipa::path(
+    get, path = "/v1/employees/{id}/history", operation_id = "getEmployeeHistory", tag = "employees",
+    params(("id" = i64, Path, description = "Employee id"), Paging),
+    responses(
+        (status = 200, description = "The employee's audit history, newest first", body = ListResponse<HistoryEntry>),
+        (status = 400, description = "Unknown parameter or bad paging", body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing scope, permission 1 or permission 12", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such employee, or not in the caller's groups", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["read"]))
+)]
+pub async fn employee(
+    State(state): State<AppState>,
+    caller: Caller,
+    id: Id,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<ListResponse<HistoryEntry>>> {
+    caller.require(Scope::Read, Permission::ViewEmployees)?;
+    caller.require(Scope::Read, Permission::FullSsn)?;
+    let q = ListQuery::parse(raw.as_deref(), &[])?;
+    let id = id.get()?;
+    super::employees::periods::check_visible(&state, &caller, id).await?;
+    let path = format!("/v1/employees/{id}/history");
+    Ok(Json(page(&state, &q, "employee", id, &path).await?))
+}
+
+#[utoipa::path(
+    get, path = "/v1/i9s/{id}/history", operation_id = "getI9History", tag = "i9s",
+    params(("id" = i64, Path, description = "I-9 id"), Paging),
+    responses(
+        (status = 200, description = "The I-9's audit history, newest first", body = ListResponse<HistoryEntry>),
+        (status = 400, description = "Unknown parameter or bad paging", body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing scope, permission 3 or permission 12", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such I-9, or its employee is not in the caller's groups", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["read"]))
+)]
+pub async fn i9(
+    State(state): State<AppState>,
+    caller: Caller,
+    id: Id,
+    RawQuery(raw): RawQuery,
+) -> ApiResult<Json<ListResponse<HistoryEntry>>> {
+    caller.require(Scope::Read, Permission::ViewI9s)?;
+    caller.require(Scope::Read, Permission::FullSsn)?;
+    let q = ListQuery::parse(raw.as_deref(), &[])?;
+    let id = id.get()?;
+    i9s::check_visible(&state, &caller, id).await?;
+    let path = format!("/v1/i9s/{id}/history");
+    Ok(Json(page(&state, &q, "i9", id, &path).await?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::api_field;
+
+    #[test]
+    fn columns_are_named_as_the_api_names_them() {
+        for (column, field) in [
+            ("first_name", "firstName"),
+            ("ssn", "socialSecurityNumber"),
+            ("legal_entity_id", "legalEntity"),
+            ("location_id", "locationId"),
+            ("language_preference", "languagePreference"),
+            ("address_street2", "addressStreet2"),
+            ("custom3", "custom3"),
+            ("start_date", "startDate"),
+        ] {
+            assert_eq!(api_field(column), field);
+        }
+    }
+}
