@@ -475,14 +475,19 @@ async fn a_registration_renews_its_heartbeat_comes_back_when_deleted_and_ends_wi
 
     // Its row deleted as if it had paused past 90 s, and meanwhile its
     // current keys marked unused: it registers again, and they are in use.
+    // Both in one transaction, as `rekey` would see them: a heartbeat
+    // between the two statements would register again before the keys were
+    // marked, and the test would then find them marked.
+    let mut tx = db.pool.begin().await.unwrap();
     sqlx::query("DELETE FROM processes")
-        .execute(&db.pool)
+        .execute(&mut *tx)
         .await
         .unwrap();
     sqlx::query("UPDATE key_ring SET unused_since = now()")
-        .execute(&db.pool)
+        .execute(&mut *tx)
         .await
         .unwrap();
+    tx.commit().await.unwrap();
     eventually("it registers again, under the same id", || async {
         sqlx::query_scalar::<_, i64>("SELECT count(*) FROM processes WHERE id = $1")
             .bind(registration.id())

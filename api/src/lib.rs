@@ -15,6 +15,7 @@ pub mod page_form;
 pub mod page_security;
 pub mod routes;
 pub mod server;
+pub mod sign_in;
 pub mod ssn_writes;
 pub mod state;
 pub mod text;
@@ -79,6 +80,10 @@ pub const ROUTES: &[&str] = &[
     "/v1/roles/{id}",
     "/v1/openapi.json",
     "/account/set-password/{token}",
+    "/account/sign-in",
+    "/account/sign-out",
+    "/account",
+    "/account/i9s/{id}/section1",
     "/i9/section1/{token}",
     "/oauth2/access_token",
     "/oauth2/access_token/",
@@ -129,6 +134,16 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/i9/section1/{token}",
             get(section1::show).post(section1::sign),
+        )
+        .route(
+            "/account/sign-in",
+            get(account::sign_in_form).post(account::sign_in),
+        )
+        .route("/account/sign-out", post(account::sign_out))
+        .route("/account", get(account::home))
+        .route(
+            "/account/i9s/{id}/section1",
+            get(account::section1_form).post(account::section1_sign),
         )
         .route_layer(axum::middleware::from_fn(page_security::headers));
 

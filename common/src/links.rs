@@ -9,3 +9,10 @@ pub fn section1(public_base_url: &str, token: &str) -> String {
 pub fn set_password(public_base_url: &str, token: &str) -> String {
     format!("{public_base_url}/account/set-password/{token}")
 }
+
+/// The employee's sign-in page (docs/api.md, "The employee's own page"), in
+/// Spanish when `spanish`.
+pub fn sign_in(public_base_url: &str, spanish: bool) -> String {
+    let lang = if spanish { "es" } else { "en" };
+    format!("{public_base_url}/account/sign-in?lang={lang}")
+}

@@ -7,8 +7,8 @@
 //! - `idempotency_keys` older than the idempotency retention (24 h: the
 //!   replay window of the API, never longer: an older record is never
 //!   replayed, so it is not kept);
-//! - `access_tokens`, `refresh_tokens` and `password_set_tokens` past their
-//!   expiry, and sign-ins (`oauth_grants`) with no token left, once their
+//! - `access_tokens`, `refresh_tokens`, `password_set_tokens` and the
+//!   employees' page sessions (`account_sessions`) past their expiry, and sign-ins (`oauth_grants`) with no token left, once their
 //!   refresh lifetime is over;
 //! - `throttle` rows whose failures are all forgotten (`forgotten_at`)
 //!   and whose delay is over;
@@ -99,6 +99,7 @@ enum Table {
     RefreshTokens,
     OauthGrants,
     PasswordSetTokens,
+    AccountSessions,
     PreviousSigningSecrets,
     Throttle,
     ProcessedJobs,
@@ -106,12 +107,13 @@ enum Table {
     JobOutbox,
 }
 
-const TABLES: [Table; 10] = [
+const TABLES: [Table; 11] = [
     Table::IdempotencyKeys,
     Table::AccessTokens,
     Table::RefreshTokens,
     Table::OauthGrants,
     Table::PasswordSetTokens,
+    Table::AccountSessions,
     Table::PreviousSigningSecrets,
     Table::Throttle,
     Table::ProcessedJobs,
@@ -127,6 +129,7 @@ impl Table {
             Self::RefreshTokens => "refresh_tokens",
             Self::OauthGrants => "oauth_grants",
             Self::PasswordSetTokens => "password_set_tokens",
+            Self::AccountSessions => "account_sessions",
             Self::PreviousSigningSecrets => "previous_signing_secrets",
             Self::Throttle => "throttle",
             Self::ProcessedJobs => "processed_jobs",
@@ -143,6 +146,7 @@ impl Table {
             Self::RefreshTokens => Duration::ZERO,
             Self::OauthGrants => r.refresh_tokens,
             Self::PasswordSetTokens => Duration::ZERO,
+            Self::AccountSessions => Duration::ZERO,
             Self::PreviousSigningSecrets => Duration::ZERO,
             Self::Throttle => Duration::ZERO,
             Self::ProcessedJobs => r.processed_jobs,
@@ -209,6 +213,18 @@ impl Table {
                 sqlx::query!(
                     "DELETE FROM password_set_tokens WHERE ctid = ANY (ARRAY(
                      SELECT ctid FROM password_set_tokens
+                     WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
+                    secs,
+                    BATCH,
+                )
+                .execute(pool)
+                .await?
+            }
+            // Past its longest life a session is over, however it was used.
+            Self::AccountSessions => {
+                sqlx::query!(
+                    "DELETE FROM account_sessions WHERE ctid = ANY (ARRAY(
+                     SELECT ctid FROM account_sessions
                      WHERE expires_at < now() - make_interval(secs => $1) LIMIT $2))",
                     secs,
                     BATCH,

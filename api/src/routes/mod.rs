@@ -1,5 +1,6 @@
 //! The HTTP routes: one module per resource.
 
+pub mod account;
 pub mod eins;
 pub mod employees;
 pub mod groups;

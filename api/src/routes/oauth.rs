@@ -41,8 +41,8 @@ use crate::{
     client_address::ClientAddress,
     error::ApiError,
     hashing::Saturated,
+    sign_in::{check_password, Checked, Keys, Refused},
     state::AppState,
-    throttle::{Delay, Key, Kind},
 };
 
 /// The token endpoint's route, as metrics and logs name it.
@@ -224,76 +224,15 @@ fn form_decode(s: &str) -> Option<String> {
     pairs.into_iter().next().map(|(_, v)| v)
 }
 
-/// The throttle keys of one token request.
-struct Keys {
-    /// The client's address, for the log.
-    client: std::net::IpAddr,
-    address: Key,
-    /// The password grant's username.
-    username: Option<Key>,
-}
-
-impl Keys {
-    fn all(&self) -> Vec<&Key> {
-        std::iter::once(&self.address)
-            .chain(self.username.as_ref())
-            .collect()
-    }
-}
-
-/// 429 while any of `keys` is delayed.
-async fn not_delayed(state: &AppState, keys: &Keys) -> Result<(), OAuthError> {
-    match state.throttle.delayed(&keys.all()).await? {
-        Some(delay) => Err(throttled(delay)),
-        None => Ok(()),
-    }
-}
-
-/// 429 if this process has seen any of `keys` delayed (memory only: used
-/// before admission, and under a verification turn, which is never held
-/// across a database query that a flood may make wait).
-fn not_delayed_meanwhile(state: &AppState, keys: &Keys) -> Result<(), OAuthError> {
-    match state.throttle.remembered(&keys.all()) {
-        Some(delay) => Err(throttled(delay)),
-        None => Ok(()),
-    }
-}
-
-/// The refusal of a sign-in while `delay` runs, counted by its key's kind.
-fn throttled(delay: Delay) -> OAuthError {
-    crate::overload::sign_in_throttled(delay.kind);
-    OAuthError::Throttled {
-        retry_after: delay.wait,
-    }
-}
-
-/// Count a failure against the address, and the username if `username`; a
-/// key that becomes delayed is logged (an address by itself, for operators;
-/// a username never: it may be a password typed into the wrong field).
-async fn count_failure(state: &AppState, keys: &Keys, username: bool) -> Result<(), OAuthError> {
-    let counted = std::iter::once(&keys.address).chain(keys.username.as_ref().filter(|_| username));
-    for key in counted {
-        let failure = state.throttle.count(key).await?;
-        if failure.delay.is_zero() {
-            continue;
-        }
-        match key.kind() {
-            Kind::Address => tracing::warn!(
-                address = %keys.client,
-                level = failure.level,
-                delay_secs = failure.delay.as_secs_f64(),
-                "sign-ins from this address delayed after repeated failures"
-            ),
-            Kind::Username => tracing::warn!(
-                level = failure.level,
-                delay_secs = failure.delay.as_secs_f64(),
-                "sign-ins of a username delayed after repeated failures"
-            ),
-            // Not a sign-in's key (api/src/ssn_writes.rs counts those).
-            Kind::SsnWrite => {}
+impl From<Refused> for OAuthError {
+    fn from(r: Refused) -> Self {
+        match r {
+            Refused::Throttled(retry_after) => OAuthError::Throttled { retry_after },
+            Refused::Busy(s) => s.into(),
+            Refused::Database(e) => e.into(),
+            Refused::Internal(e) => OAuthError::Server(ApiError::Internal(e)),
         }
     }
-    Ok(())
 }
 
 #[utoipa::path(
@@ -378,18 +317,12 @@ pub async fn token(
     } else {
         None
     };
-    let keys = Keys {
-        client: address,
-        address: state.throttle.address_key(address),
-        username: password
-            .and(username)
-            .map(|u| state.throttle.username_key(u)),
-    };
+    let keys = Keys::new(&state, address, password.and(username));
     // A delayed address or username costs no hashing; one this process
     // knows of not even a database query.
-    not_delayed_meanwhile(&state, &keys)?;
+    keys.not_delayed_meanwhile(&state)?;
     let _admitted = state.hashing.admit()?;
-    not_delayed(&state, &keys).await?;
+    keys.not_delayed(&state).await?;
     let client = authenticate_client(&state, &keys, &client_id, &client_secret).await?;
     let requested = match param("scope") {
         None => None,
@@ -458,7 +391,7 @@ async fn authenticate_client(
     .fetch_optional(&state.pool)
     .await?;
     let turn = state.hashing.turn().await?;
-    not_delayed_meanwhile(state, keys)?;
+    keys.not_delayed_meanwhile(state)?;
     let (client, hash) = match row {
         Some(ClientRow {
             id,
@@ -483,7 +416,7 @@ async fn authenticate_client(
             Ok(client)
         }
         _ => {
-            count_failure(state, keys, false).await?;
+            keys.count_failure(state, false).await?;
             Err(invalid_client())
         }
     }
@@ -497,32 +430,8 @@ async fn password_grant(
     password: &str,
     scopes: Scopes,
 ) -> Result<TokenResponse, OAuthError> {
-    let user = sqlx::query_as!(
-        UserRow,
-        "SELECT id, password_hash, retired FROM users WHERE lower(login) = lower($1)",
-        username,
-    )
-    .fetch_optional(&state.pool)
-    .await?;
-    let turn = state.hashing.turn().await?;
-    not_delayed_meanwhile(state, keys)?;
-    let (user, hash) = match user {
-        Some(UserRow {
-            id,
-            password_hash,
-            retired,
-        }) => (Some((id, retired)), password_hash),
-        None => (None, None),
-    };
-    let verified = turn
-        .verify(password.to_owned(), hash)
-        .await
-        .map_err(|e| OAuthError::Server(ApiError::Internal(e.into())))?;
-    match user {
-        Some((user_id, false)) if verified => {
-            if let Some(key) = &keys.username {
-                state.throttle.clear(key).await?;
-            }
+    match check_password(state, keys, username, password).await? {
+        Checked::User(user_id) => {
             let mut tx = state.pool.begin().await?;
             let grant = Uuid::new_v4();
             sqlx::query!(
@@ -538,11 +447,8 @@ async fn password_grant(
             tx.commit().await?;
             Ok(issued)
         }
-        Some((_, true)) if verified => Err(invalid_grant("This account is retired.")),
-        _ => {
-            count_failure(state, keys, true).await?;
-            Err(invalid_grant("The username or password is wrong."))
-        }
+        Checked::Retired => Err(invalid_grant("This account is retired.")),
+        Checked::Wrong => Err(invalid_grant("The username or password is wrong.")),
     }
 }
 
@@ -696,13 +602,6 @@ struct ClientRow {
     id: i64,
     secret_hash: String,
     scopes: Vec<String>,
-}
-
-/// A user signing in with a password.
-struct UserRow {
-    id: i64,
-    password_hash: Option<String>,
-    retired: bool,
 }
 
 /// A refresh token, its state, and its sign-in's client and user.

@@ -37,8 +37,9 @@ use crate::{
     state::AppState,
 };
 
+/// The language of an employee page (docs/api.md, "Web pages for employees").
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Lang {
+pub(crate) enum Lang {
     En,
     Es,
 }
@@ -244,14 +245,23 @@ impl Text {
 }
 
 impl Lang {
-    fn code(self) -> &'static str {
+    /// Spanish for a `languagePreference` of 2, else English.
+    pub(crate) fn of_preference(preference: Option<i16>) -> Self {
+        if preference == Some(2) {
+            Lang::Es
+        } else {
+            Lang::En
+        }
+    }
+
+    pub(crate) fn code(self) -> &'static str {
         match self {
             Lang::En => "en",
             Lang::Es => "es",
         }
     }
 
-    fn other(self) -> Lang {
+    pub(crate) fn other(self) -> Lang {
         match self {
             Lang::En => Lang::Es,
             Lang::Es => Lang::En,
@@ -272,6 +282,7 @@ pub const PREPARING_RETRY_SECS: u32 = 5;
 
 #[derive(Deserialize)]
 pub struct LangQuery {
+    /// `en` or `es`.
     lang: Option<String>,
 }
 
@@ -300,6 +311,9 @@ pub struct SignForm {
     foreign_passport_country: String,
     signature: String,
     agree: String,
+    /// The signed-in employee's form token (`/account/i9s/{id}/section1`;
+    /// [`super::account::Session::csrf`]); the link's form has none.
+    csrf: String,
 }
 
 impl SignForm {
@@ -382,7 +396,24 @@ struct LinkRow {
     email_address: Option<String>,
 }
 
-async fn find(state: &AppState, token: &str) -> Result<Option<Link>, ApiError> {
+/// Whose Section 1 a page is: the link's, or a signed-in employee's I-9.
+pub(crate) enum Holder<'a> {
+    /// The token of `/i9/section1/{token}`: unused and unexpired.
+    Link(&'a str),
+    /// An I-9 of the signed-in employee (`/account/i9s/{id}/section1`),
+    /// whose link is unused; its expiry does not matter, the employee
+    /// having signed in.
+    Account {
+        session: &'a super::account::Session,
+        i9_id: i64,
+    },
+}
+
+async fn find(state: &AppState, holder: &Holder<'_>) -> Result<Option<Link>, ApiError> {
+    let (token, employee, i9) = match holder {
+        Holder::Link(token) => (Some(token_hash(token)), None, None),
+        Holder::Account { session, i9_id } => (None, Some(session.employee_id), Some(*i9_id)),
+    };
     let row = sqlx::query_as!(
         LinkRow,
         r#"SELECT r.id AS request, r.i9_id, i.status AS "status?: I9Status", e.language_preference,
@@ -393,8 +424,13 @@ async fn find(state: &AppState, token: &str) -> Result<Option<Link>, ApiError> {
                   i.address_city AS "address_city?", i.address_state AS "address_state?",
                   i.address_zip AS "address_zip?", i.email_address AS "email_address?"
            FROM i9_requests r JOIN employees e ON e.id = r.employee_id LEFT JOIN i9s i ON i.id = r.i9_id
-           WHERE r.section1_token_hash = $1 AND r.section1_used_at IS NULL AND r.section1_expires_at > now()"#,
-        token_hash(token),
+           WHERE r.id = COALESCE(
+                   (SELECT id FROM i9_requests WHERE section1_token_hash = $1 AND section1_expires_at > now()),
+                   (SELECT id FROM i9_requests WHERE employee_id = $2 AND i9_id = $3 LIMIT 1))
+             AND r.section1_used_at IS NULL"#,
+        token,
+        employee,
+        i9,
     )
     .fetch_optional(&state.pool)
     .await?;
@@ -404,11 +440,7 @@ async fn find(state: &AppState, token: &str) -> Result<Option<Link>, ApiError> {
             request: r.request,
             i9: r.i9_id,
             status: r.status,
-            lang: if r.language_preference == Some(2) {
-                Lang::Es
-            } else {
-                Lang::En
-            },
+            lang: Lang::of_preference(r.language_preference),
             return_url: r.employee_return_url,
             prefill: SignForm {
                 last_name: opt(r.last_name),
@@ -429,7 +461,7 @@ async fn find(state: &AppState, token: &str) -> Result<Option<Link>, ApiError> {
 }
 
 /// The language asked for with `?lang=`; a query that cannot be read asks for none.
-fn chosen(q: &Result<Query<LangQuery>, QueryRejection>, default: Lang) -> Lang {
+pub(crate) fn chosen(q: &Result<Query<LangQuery>, QueryRejection>, default: Lang) -> Lang {
     match q.as_ref().ok().and_then(|q| q.lang.as_deref()) {
         Some("es") => Lang::Es,
         Some("en") => Lang::En,
@@ -516,11 +548,18 @@ struct FormPage<'a> {
     documents: Vec<Input<'a>>,
     agree_error: Option<&'static str>,
     signature: Input<'a>,
+    /// The signed-in employee's form token, sent back in a hidden field.
+    csrf: Option<&'a str>,
 }
 
 impl<'a> FormPage<'a> {
     /// The form showing `f`, with `errors` (field, message) beside their fields.
-    fn new(lang: Lang, f: &'a SignForm, errors: &'a [(&'static str, &'static str)]) -> Self {
+    fn new(
+        lang: Lang,
+        f: &'a SignForm,
+        errors: &'a [(&'static str, &'static str)],
+        csrf: Option<&'a str>,
+    ) -> Self {
         let t = lang.text();
         let error = |name: &str| errors.iter().find(|(e, _)| *e == name).map(|(_, m)| *m);
         let text = |name: &'static str, label: &'static str, value: &'a str| Input {
@@ -631,6 +670,7 @@ impl<'a> FormPage<'a> {
             documents,
             agree_error: error("agree"),
             signature,
+            csrf,
         }
     }
 }
@@ -642,10 +682,12 @@ fn form_page(
     form: &SignForm,
     errors: &[(&'static str, &'static str)],
     return_url: Option<&str>,
+    csrf: Option<&str>,
 ) -> Response {
-    render(status, &FormPage::new(lang, form, errors), return_url)
+    render(status, &FormPage::new(lang, form, errors, csrf), return_url)
 }
 
+/// `GET /i9/section1/{token}`.
 pub async fn show(
     State(state): State<AppState>,
     token: Result<Path<String>, PathRejection>,
@@ -654,10 +696,20 @@ pub async fn show(
     let Ok(Path(token)) = token else {
         return Ok(invalid());
     };
-    let Some(link) = find(&state, &token).await? else {
+    show_form(&state, Holder::Link(&token), &q).await
+}
+
+/// The Section 1 page of `holder`: the form, the page saying the I-9 is
+/// being prepared, or the link that does not work.
+pub(crate) async fn show_form(
+    state: &AppState,
+    holder: Holder<'_>,
+    q: &Result<Query<LangQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Some(link) = find(state, &holder).await? else {
         return Ok(invalid());
     };
-    let lang = chosen(&q, link.lang);
+    let lang = chosen(q, link.lang);
     if link.i9.is_none() {
         let page = Preparing {
             lang: lang.code(),
@@ -674,12 +726,17 @@ pub async fn show(
     if !link.signable() {
         return Ok(invalid());
     }
+    let csrf = match &holder {
+        Holder::Account { session, .. } => Some(session.csrf()),
+        Holder::Link(_) => None,
+    };
     Ok(form_page(
         StatusCode::OK,
         lang,
         &link.prefill,
         &[],
         link.return_url.as_deref(),
+        csrf.as_deref(),
     ))
 }
 
@@ -688,6 +745,7 @@ fn opt(v: &str) -> Option<&str> {
     (!v.is_empty()).then_some(v)
 }
 
+/// `POST /i9/section1/{token}`.
 pub async fn sign(
     State(state): State<AppState>,
     RequestId(request_id): RequestId,
@@ -698,10 +756,22 @@ pub async fn sign(
     let Ok(Path(token)) = token else {
         return Ok(invalid());
     };
-    let Some(link) = find(&state, &token).await? else {
+    sign_form(&state, request_id, Holder::Link(&token), &q, form).await
+}
+
+/// Sign the Section 1 of `holder` with what the form sent, or show the form
+/// again with its errors.
+pub(crate) async fn sign_form(
+    state: &AppState,
+    request_id: Option<String>,
+    holder: Holder<'_>,
+    q: &Result<Query<LangQuery>, QueryRejection>,
+    form: Result<PageForm<SignForm>, Unreadable>,
+) -> Result<Response, ApiError> {
+    let Some(link) = find(state, &holder).await? else {
         return Ok(invalid());
     };
-    let lang = chosen(&q, link.lang);
+    let lang = chosen(q, link.lang);
     let t = lang.text();
     let Some(i9) = link.i9.filter(|_| link.signable()) else {
         return Ok(invalid());
@@ -709,6 +779,33 @@ pub async fn sign(
     let mut f = match form {
         Ok(PageForm(f)) => f,
         Err(why) => return Ok(unreadable_form(why, lang.code())),
+    };
+    // Who signs: the link's holder, who has no account (the audit entry
+    // names the request only), or the signed-in employee, whose form must
+    // carry its session's token (a form posted from another site has none).
+    let (actor, link_token, csrf) = match &holder {
+        Holder::Link(token) => (
+            Actor {
+                request_id,
+                ..Actor::default()
+            },
+            Some(token_hash(token)),
+            None,
+        ),
+        Holder::Account { session, .. } => {
+            if !session.csrf_matches(&f.csrf) {
+                return Ok(unreadable_form(Unreadable::Malformed, lang.code()));
+            }
+            (
+                Actor {
+                    user_id: Some(session.user_id),
+                    client_id: None,
+                    request_id,
+                },
+                None,
+                Some(session.csrf()),
+            )
+        }
     };
     let mut errors: Vec<(&'static str, &'static str)> = Vec::new();
     // A field holding NUL (text.rs) reads as empty, with this error first.
@@ -814,6 +911,7 @@ pub async fn sign(
             &f,
             &errors,
             link.return_url.as_deref(),
+            csrf.as_deref(),
         ));
     };
 
@@ -840,29 +938,32 @@ pub async fn sign(
         foreign_passport_number: opt(&f.foreign_passport_number),
         foreign_passport_country: opt(&f.foreign_passport_country),
     };
-    // The employee acts without an account: the entry names the request only.
-    let actor = Actor {
-        request_id,
-        ..Actor::default()
-    };
     let mut tx = state.pool.begin().await?;
     match lifecycle::sign_section1(
         &mut tx,
         &state.cipher,
         &actor,
         i9,
-        link.request,
+        lifecycle::SigningLink {
+            request: link.request,
+            token_hash: link_token.as_deref(),
+        },
         &section1,
         &state.config.public_base_url,
     )
     .await
     {
         Ok(()) => tx.commit().await?,
-        // Signed or used a moment ago by another submission: nothing written.
+        // Signed or used a moment ago by another submission, or the link
+        // replaced meanwhile: nothing written.
         Err(WriteError::IllegalStep(_) | WriteError::Conflict(_) | WriteError::NotFound) => {
             return Ok(invalid())
         }
         Err(e) => return Err(e.into()),
+    }
+    if let Holder::Account { .. } = holder {
+        // Back to the employee's page, which shows the form as signed.
+        return Ok(super::account::to_home(lang));
     }
     match link
         .return_url
@@ -885,7 +986,9 @@ mod tests {
             ..SignForm::default()
         };
         let errors = [("lastName", ES.too_long), ("signature", ES.required)];
-        let html = FormPage::new(Lang::Es, &typed, &errors).render().unwrap();
+        let html = FormPage::new(Lang::Es, &typed, &errors, None)
+            .render()
+            .unwrap();
         assert!(!html.contains("<script"), "{html}");
         assert!(
             html.contains(

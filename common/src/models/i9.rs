@@ -443,6 +443,14 @@ async fn recorded(
     Ok(())
 }
 
+/// The Section 1 link of an I-9 being signed: its request, and the hash of
+/// the token the employee came with (`None` when the signed-in employee
+/// signs on their own page, docs/api.md "The employee's own page").
+pub struct SigningLink<'a> {
+    pub request: Uuid,
+    pub token_hash: Option<&'a [u8]>,
+}
+
 /// The employee signs Section 1 of I-9 `id` through the link of request
 /// `link`, which this uses up. A link used meanwhile is a
 /// [`WriteError::Conflict`]. The employee record's empty fields take what
@@ -453,16 +461,21 @@ pub async fn sign_section1(
     cipher: &DataCipher,
     actor: &Actor,
     id: i64,
-    link: Uuid,
+    link: SigningLink<'_>,
     s: &Section1,
     public_base_url: &str,
 ) -> Result<(), WriteError> {
     let (current, next) = begin(conn, id, Step::SignSection1).await?;
+    // Signed through the link: that very link, not one re-issued since the
+    // page was read (docs/api.md, "A new Section 1 link"); the signed-in
+    // employee signs without one.
     let used = sqlx::query!(
         "UPDATE i9_requests SET section1_used_at = now()
-         WHERE id = $1 AND i9_id = $2 AND section1_used_at IS NULL",
-        link,
+         WHERE id = $1 AND i9_id = $2 AND section1_used_at IS NULL
+           AND ($3::bytea IS NULL OR section1_token_hash = $3)",
+        link.request,
         id,
+        link.token_hash,
     )
     .execute(&mut *conn)
     .await?;

@@ -1069,7 +1069,45 @@ fn generate(rng: &mut StdRng, world: &World, n: usize) -> Req {
                 req.hashes = true;
             }
         }
-        84..=91 => {
+        84..=85 => {
+            // The employee's own page, with a session cookie that is
+            // missing, malformed or unknown.
+            req.family = Family::Page;
+            let (route, method, fields): (&'static str, Method, &[&str]) = match rng.gen_range(0..5)
+            {
+                0 => ("/account/sign-in", Method::GET, &[]),
+                1 => ("/account/sign-in", Method::POST, &["login", "password"]),
+                2 => ("/account", Method::GET, &[]),
+                3 => ("/account/sign-out", Method::POST, &["csrf"]),
+                _ => (
+                    "/account/i9s/{id}/section1",
+                    if rng.gen_bool(0.5) {
+                        Method::GET
+                    } else {
+                        Method::POST
+                    },
+                    SECTION1_FIELDS,
+                ),
+            };
+            req.route = route;
+            req.method = method.clone();
+            req.target = route.replace("{id}", &url_part(rng));
+            if rng.gen_bool(0.3) {
+                req.target.push_str(&format!("?lang={}", url_part(rng)));
+            }
+            if rng.gen_bool(0.7) {
+                let cookie = format!("i9_account={}", link_token(rng, "i9as_", "i9as_"));
+                req.headers.extend(header("cookie", cookie.as_bytes()));
+            }
+            if method == Method::POST {
+                // A sign-in may reach password hashing: one at a time.
+                req.hashes = route == "/account/sign-in";
+                req.body = Some(form_body(rng, fields, false));
+                req.headers
+                    .extend(content_type(rng, "application/x-www-form-urlencoded"));
+            }
+        }
+        86..=91 => {
             req.family = Family::Page;
             let section1 = rng.gen_bool(0.5);
             let (route, token) = if section1 {

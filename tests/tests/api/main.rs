@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)] // test helpers may panic
 
 mod access;
+mod account;
 mod auth;
 mod bad_input;
 mod callback_urls;

@@ -79,6 +79,16 @@ async fn seed_rows(app: &TestApp) {
         .await
         .unwrap();
     }
+    for expires in ["now() - interval '1 minute'", "now() + interval '1 hour'"] {
+        sqlx::query(&format!(
+            "INSERT INTO account_sessions (token_hash, user_id, expires_at) VALUES ($1, $2, {expires})"
+        ))
+        .bind(Uuid::new_v4().as_bytes().to_vec())
+        .bind(admin)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    }
     for age in ["25 hours", "1 hour"] {
         sqlx::query(
             "INSERT INTO idempotency_keys (user_id, idempotency_key, request_path, request_hash, created_at)
@@ -170,6 +180,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
         "refresh_tokens",
         "oauth_grants",
         "password_set_tokens",
+        "account_sessions",
         "previous_signing_secrets",
         "idempotency_keys",
         "throttle",
@@ -192,6 +203,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
             ("refresh_tokens", 1),
             ("oauth_grants", 1),
             ("password_set_tokens", 1),
+            ("account_sessions", 1),
             ("previous_signing_secrets", 1),
             ("throttle", 2),
             ("processed_jobs", 2),
@@ -205,6 +217,7 @@ async fn a_purge_deletes_exactly_the_rows_past_their_retention() {
         ("refresh_tokens", 1),
         ("oauth_grants", 2),
         ("password_set_tokens", 1),
+        ("account_sessions", 1),
         ("previous_signing_secrets", 1),
         ("throttle", 2),
         ("processed_jobs", 2),

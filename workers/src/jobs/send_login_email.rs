@@ -80,6 +80,7 @@ async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
         login: &login,
         link: &link,
         hours,
+        sign_in: &links::sign_in(&ctx.config.public_base_url, spanish),
     };
     let email = Email {
         to,
@@ -108,6 +109,8 @@ struct LoginText<'a> {
     login: &'a str,
     link: &'a str,
     hours: u64,
+    /// Where the employee signs in once the password is set.
+    sign_in: &'a str,
 }
 
 /// The HTML part (`workers/templates/login_email.html`), of the same values, escaped.
@@ -129,12 +132,15 @@ mod tests {
             login: "zoe&co@mail.example",
             link: "https://i9.example/account/set-password/pw_x?a=1&b=2",
             hours: 72,
+            sign_in: "https://i9.example/account/sign-in?lang=en",
         };
         assert_eq!(
             text.render().unwrap(),
             "Hello Zoë <b>O'Neil</b>,\n\nA sign-in was created for you.\n\nLogin: zoe&co@mail.example\n\n\
              Choose your password here (the link works once, for 72 hours):\n\
              https://i9.example/account/set-password/pw_x?a=1&b=2\n\n\
+             Then sign in here to complete the forms your employer asks you for:\n\
+             https://i9.example/account/sign-in?lang=en\n\n\
              If you did not expect this email, ignore it.\n"
         );
         assert_eq!(
@@ -142,7 +148,9 @@ mod tests {
             "<p>Hello Zoë &#60;b&#62;O&#39;Neil&#60;/b&#62;,</p><p>A sign-in was created for you.</p>\
              <p>Login: <strong>zoe&#38;co@mail.example</strong></p>\
              <p><a href=\"https://i9.example/account/set-password/pw_x?a=1&#38;b=2\">Choose your password</a> \
-             (the link works once, for 72 hours).</p><p>If you did not expect this email, ignore it.</p>"
+             (the link works once, for 72 hours).</p><p>Then <a href=\"https://i9.example/account/sign-in?lang=en\">sign in</a> \
+             to complete the forms your employer asks you for: https://i9.example/account/sign-in?lang=en</p>\
+             <p>If you did not expect this email, ignore it.</p>"
         );
     }
 }
