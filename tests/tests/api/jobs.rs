@@ -804,8 +804,24 @@ async fn emails_name_the_employer_the_due_date_and_the_expiry_in_the_employees_l
         .unwrap();
     assert_eq!(
         login_mail.subject,
-        "Su acceso al servicio de registros del Formulario I-9"
+        "Acme Labs Inc: su acceso para completar sus formularios de empleo"
     );
+    let password_expires: chrono::DateTime<chrono::Utc> = sqlx::query_scalar(
+        "SELECT t.expires_at FROM password_set_tokens t JOIN users u ON u.id = t.user_id
+         WHERE u.login = 'rosa.vega@mail.example'",
+    )
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    let password_expiry = i9_workers::wording::moment(password_expires, true);
+    for part in [&login_mail.text, &login_mail.html] {
+        assert!(part.contains("Acme Labs Inc creó un acceso"), "{part}");
+        assert!(
+            part.contains(&format!("hasta el {password_expiry}")),
+            "{part}"
+        );
+        assert!(part.contains("/account/sign-in?lang=es"), "{part}");
+    }
     assert!(
         login_mail.text.starts_with("Hola Rosa:"),
         "{}",

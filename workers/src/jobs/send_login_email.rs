@@ -1,8 +1,9 @@
-//! `send_login_email`: email a new employee sign-in its login name and a
-//! one-time link to set a password, in the employee's language. No password
-//! is ever sent.
+//! `send_login_email`: email a new employee sign-in its login name, a
+//! one-time link to set a password and where to sign in then, naming the
+//! employer and when the link expires, in the employee's language
+//! (docs/api.md, "Emails"). No password is ever sent.
 //!
-//! Reads `users`; writes `password_set_tokens` and `processed_jobs` (the
+//! Reads `users`, `employees` and `legal_entities`; writes `password_set_tokens` and `processed_jobs` (the
 //! email is sent once: [`super::claim`]).
 
 use askama::Template;
@@ -14,7 +15,7 @@ use i9_common::{
 use uuid::Uuid;
 
 use super::{claim, render, JobError, JobResult};
-use crate::{mailer::Email, Context};
+use crate::{mailer::Email, wording, Context};
 
 pub const KIND: &str = "send_login_email";
 
@@ -33,15 +34,18 @@ struct Recipient {
     first_name: String,
     email_address: Option<String>,
     language_preference: Option<i16>,
+    /// The employee's legal entity's name.
+    employer: Option<String>,
 }
 
 async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
     let user = sqlx::query_as!(
         Recipient,
         r#"SELECT u.login, u.first_name, u.email_address,
-                  (SELECT e.language_preference FROM employees e WHERE e.id = u.employee_id)
-                    AS language_preference
-           FROM users u WHERE u.id = $1 AND NOT u.retired"#,
+                  e.language_preference AS "language_preference?", l.entity_name AS "employer?"
+           FROM users u LEFT JOIN employees e ON e.id = u.employee_id
+           LEFT JOIN legal_entities l ON l.id = e.legal_entity_id
+           WHERE u.id = $1 AND NOT u.retired"#,
         user_id,
     )
     .fetch_optional(&ctx.pool)
@@ -51,6 +55,7 @@ async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
         first_name,
         email_address: Some(to),
         language_preference: language,
+        employer,
     }) = user
     else {
         return Err(JobError::Fatal(anyhow::anyhow!(
@@ -72,24 +77,31 @@ async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
     .execute(&ctx.pool)
     .await?;
     let link = links::set_password(&ctx.config.public_base_url, &token);
-    let hours = ctx.config.password_link_ttl.as_secs() / 3600;
     let spanish = language == Some(2);
+    let employer = employer.unwrap_or_else(|| {
+        if spanish {
+            "Su empleador"
+        } else {
+            "Your employer"
+        }
+        .to_owned()
+    });
     let text = LoginText {
         spanish,
         first_name: &first_name,
+        employer: &employer,
         login: &login,
         link: &link,
-        hours,
+        expires: wording::moment(expires, spanish),
         sign_in: &links::sign_in(&ctx.config.public_base_url, spanish),
     };
     let email = Email {
         to,
         subject: if spanish {
-            "Su acceso al servicio de registros del Formulario I-9"
+            format!("{employer}: su acceso para completar sus formularios de empleo")
         } else {
-            "Your sign-in to the I-9 records service"
-        }
-        .into(),
+            format!("{employer}: your sign-in to complete your employment forms")
+        },
         text: render(&text)?,
         html: render(&LoginHtml { mail: &text })?,
         message_id: format!("<{job_id}@i9.invalid>"),
@@ -106,9 +118,12 @@ struct LoginText<'a> {
     /// `languagePreference` 2 of the employee the sign-in is for.
     spanish: bool,
     first_name: &'a str,
+    /// The legal entity's name, or "Your employer".
+    employer: &'a str,
     login: &'a str,
     link: &'a str,
-    hours: u64,
+    /// When the link stops working, written out (UTC).
+    expires: String,
     /// Where the employee signs in once the password is set.
     sign_in: &'a str,
 }
@@ -129,15 +144,17 @@ mod tests {
         let text = LoginText {
             spanish: false,
             first_name: "Zoë <b>O'Neil</b>",
+            employer: "Acme & Sons",
             login: "zoe&co@mail.example",
             link: "https://i9.example/account/set-password/pw_x?a=1&b=2",
-            hours: 72,
+            expires: "November 27, 2026 at 16:00 UTC".into(),
             sign_in: "https://i9.example/account/sign-in?lang=en",
         };
         assert_eq!(
             text.render().unwrap(),
-            "Hello Zoë <b>O'Neil</b>,\n\nA sign-in was created for you.\n\nLogin: zoe&co@mail.example\n\n\
-             Choose your password here (the link works once, for 72 hours):\n\
+            "Hello Zoë <b>O'Neil</b>,\n\nAcme & Sons created a sign-in for you, to complete your employment forms.\n\n\
+             Login: zoe&co@mail.example\n\n\
+             Choose your password here (the link works once, until November 27, 2026 at 16:00 UTC):\n\
              https://i9.example/account/set-password/pw_x?a=1&b=2\n\n\
              Then sign in here to complete the forms your employer asks you for:\n\
              https://i9.example/account/sign-in?lang=en\n\n\
@@ -145,10 +162,11 @@ mod tests {
         );
         assert_eq!(
             LoginHtml { mail: &text }.render().unwrap(),
-            "<p>Hello Zoë &#60;b&#62;O&#39;Neil&#60;/b&#62;,</p><p>A sign-in was created for you.</p>\
+            "<p>Hello Zoë &#60;b&#62;O&#39;Neil&#60;/b&#62;,</p>\
+             <p>Acme &#38; Sons created a sign-in for you, to complete your employment forms.</p>\
              <p>Login: <strong>zoe&#38;co@mail.example</strong></p>\
              <p><a href=\"https://i9.example/account/set-password/pw_x?a=1&#38;b=2\">Choose your password</a> \
-             (the link works once, for 72 hours).</p><p>Then <a href=\"https://i9.example/account/sign-in?lang=en\">sign in</a> \
+             (the link works once, until November 27, 2026 at 16:00 UTC).</p><p>Then <a href=\"https://i9.example/account/sign-in?lang=en\">sign in</a> \
              to complete the forms your employer asks you for: https://i9.example/account/sign-in?lang=en</p>\
              <p>If you did not expect this email, ignore it.</p>"
         );
