@@ -6,17 +6,21 @@
 
 use askama::Template;
 use axum::{
-    extract::{rejection::PathRejection, Path, State},
+    extract::{
+        rejection::{PathRejection, QueryRejection},
+        Path, Query, State,
+    },
     http::StatusCode,
     response::{Html, IntoResponse, Response},
 };
 use i9_common::{
     crypto::token_hash,
-    domain::password::{self, MIN_CHARS},
+    domain::password::{self, Weakness, MAX_CHARS, MIN_CHARS},
     models::audit::{self, Actor, Entry},
 };
 use serde::Deserialize;
 
+use super::section1::{chosen, Lang, LangQuery};
 use crate::{
     error::ApiError,
     middleware::RequestId,
@@ -86,8 +90,10 @@ async fn password_token(state: &AppState, token: &str) -> Result<Option<TokenUse
         TokenUser,
         r#"SELECT u.id AS user_id, u.login,
                 ARRAY_REMOVE(ARRAY[u.login, u.first_name, u.last_name, u.email_address], NULL)
-                  AS "personal!"
+                  AS "personal!",
+                e.language_preference AS "language_preference?"
          FROM password_set_tokens t JOIN users u ON u.id = t.user_id
+         LEFT JOIN employees e ON e.id = u.employee_id
          WHERE t.token_hash = $1 AND t.used_at IS NULL AND t.expires_at > now() AND NOT u.retired"#,
         token_hash(token),
     )
@@ -101,6 +107,81 @@ struct TokenUser {
     user_id: i64,
     login: String,
     personal: Vec<String>,
+    /// The employee's, for an employee's own sign-in.
+    language_preference: Option<i16>,
+}
+
+/// The words of the set-password pages, in English and Spanish (the
+/// employee's `languagePreference`, or `?lang=en|es`).
+pub(crate) struct PasswordText {
+    title: &'static str,
+    /// Around the login, then around the least number of characters.
+    intro: (&'static str, &'static str, &'static str),
+    password: &'static str,
+    confirm: &'static str,
+    submit: &'static str,
+    differ: &'static str,
+    unusable: &'static str,
+    done_title: &'static str,
+    /// Before the sign-in link, its text, between it and the login, after.
+    done: (&'static str, &'static str, &'static str, &'static str),
+    busy_title: &'static str,
+    busy: &'static str,
+    other_lang: &'static str,
+}
+
+const PASSWORD_EN: PasswordText = PasswordText {
+    title: "Set your password",
+    intro: ("Your login is", ". Choose a password of at least", "characters."),
+    password: "New password",
+    confirm: "Repeat the password",
+    submit: "Set password",
+    differ: "The two passwords differ.",
+    unusable: "This holds characters that cannot be used; type it again.",
+    done_title: "Password set",
+    done: ("Your password is set.", "Sign in", "as", "to complete the forms your employer asks you for."),
+    busy_title: "Please try again",
+    busy: "The service is busy right now. Go back and send the form again in a moment; your link still works.",
+    other_lang: "Ver en español",
+};
+
+const PASSWORD_ES: PasswordText = PasswordText {
+    title: "Elija su contraseña",
+    intro: ("Su usuario es", ". Elija una contraseña de al menos", "caracteres."),
+    password: "Contraseña nueva",
+    confirm: "Repita la contraseña",
+    submit: "Guardar la contraseña",
+    differ: "Las dos contraseñas no coinciden.",
+    unusable: "Contiene caracteres que no se pueden usar; escríbala de nuevo.",
+    done_title: "Contraseña guardada",
+    done: ("Su contraseña está guardada.", "Inicie sesión", "como", "para completar los formularios que su empleador le pida."),
+    busy_title: "Inténtelo de nuevo",
+    busy: "El servicio está ocupado. Vuelva atrás y envíe el formulario de nuevo en un momento; su enlace sigue funcionando.",
+    other_lang: "View in English",
+};
+
+fn password_text(lang: Lang) -> &'static PasswordText {
+    match lang {
+        Lang::En => &PASSWORD_EN,
+        Lang::Es => &PASSWORD_ES,
+    }
+}
+
+/// Why a password is refused, in `lang` (zxcvbn's advice is English only,
+/// so the Spanish page gives the rule without it).
+fn weakness(w: &Weakness, lang: Lang) -> String {
+    match (lang, w) {
+        (Lang::En, w) => w.to_string(),
+        (Lang::Es, Weakness::TooShort) => {
+            format!("La contraseña necesita al menos {MIN_CHARS} caracteres.")
+        }
+        (Lang::Es, Weakness::TooLong) => {
+            format!("La contraseña puede tener como máximo {MAX_CHARS} caracteres.")
+        }
+        (Lang::Es, Weakness::Guessable(_)) => "Esta contraseña es demasiado fácil de adivinar. \
+             Unas cuantas palabras sin relación entre sí forman una buena contraseña."
+            .to_owned(),
+    }
 }
 
 pub(crate) fn invalid_link() -> Response {
@@ -134,13 +215,15 @@ pub(crate) fn unreadable_form(why: Unreadable, lang: &str) -> Response {
 
 /// Every hashing turn stayed taken: the form is not lost, the employee
 /// sends it again (the link still works).
-fn busy() -> Response {
+fn busy(lang: Lang) -> Response {
     crate::overload::shed(crate::overload::SET_PASSWORD);
-    let mut response = message(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "Please try again",
-        "The service is busy right now. Go back and send the form again in a moment; your link still works.",
-    );
+    let t = password_text(lang);
+    let page = Message {
+        lang: lang.code(),
+        title: t.busy_title,
+        text: t.busy,
+    };
+    let mut response = render(StatusCode::SERVICE_UNAVAILABLE, &page, None);
     response.headers_mut().insert(
         axum::http::header::RETRY_AFTER,
         axum::http::HeaderValue::from_static("5"),
@@ -153,7 +236,9 @@ fn busy() -> Response {
 #[template(path = "set_password.html")]
 struct PasswordPage<'a> {
     lang: &'static str,
+    other: &'static str,
     title: &'static str,
+    t: &'static PasswordText,
     login: &'a str,
     min_chars: usize,
     password_error: Option<&'a str>,
@@ -161,10 +246,13 @@ struct PasswordPage<'a> {
 }
 
 impl<'a> PasswordPage<'a> {
-    fn new(login: &'a str) -> Self {
+    fn new(lang: Lang, login: &'a str) -> Self {
+        let t = password_text(lang);
         Self {
-            lang: "en",
-            title: "Set your password",
+            lang: lang.code(),
+            other: lang.other().code(),
+            title: t.title,
+            t,
             login,
             min_chars: MIN_CHARS,
             password_error: None,
@@ -179,6 +267,7 @@ impl<'a> PasswordPage<'a> {
 struct PasswordSet<'a> {
     lang: &'static str,
     title: &'static str,
+    t: &'static PasswordText,
     login: &'a str,
 }
 
@@ -193,13 +282,23 @@ pub struct PasswordForm {
 pub async fn set_password_form(
     State(state): State<AppState>,
     token: Result<Path<String>, PathRejection>,
+    q: Result<Query<LangQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Ok(Path(token)) = token else {
         return Ok(invalid_link());
     };
     match password_token(&state, &token).await? {
-        Some(TokenUser { login, .. }) => {
-            Ok(render(StatusCode::OK, &PasswordPage::new(&login), None))
+        Some(TokenUser {
+            login,
+            language_preference,
+            ..
+        }) => {
+            let lang = chosen(&q, Lang::of_preference(language_preference));
+            Ok(render(
+                StatusCode::OK,
+                &PasswordPage::new(lang, &login),
+                None,
+            ))
         }
         None => Ok(invalid_link()),
     }
@@ -209,6 +308,7 @@ pub async fn set_password(
     State(state): State<AppState>,
     RequestId(request_id): RequestId,
     token: Result<Path<String>, PathRejection>,
+    q: Result<Query<LangQuery>, QueryRejection>,
     form: Result<PageForm<PasswordForm>, Unreadable>,
 ) -> Result<Response, ApiError> {
     let Ok(Path(token)) = token else {
@@ -218,32 +318,34 @@ pub async fn set_password(
         user_id,
         login,
         personal,
+        language_preference,
     }) = password_token(&state, &token).await?
     else {
         return Ok(invalid_link());
     };
+    let lang = chosen(&q, Lang::of_preference(language_preference));
+    let t = password_text(lang);
     let PasswordForm { password, confirm } = match form {
         Ok(PageForm(form)) => form,
-        Err(why) => return Ok(unreadable_form(why, "en")),
+        Err(why) => return Ok(unreadable_form(why, lang.code())),
     };
     // With NUL: a password nobody could sign in with (text.rs).
-    const UNUSABLE: &str = "This holds characters that cannot be used; type it again.";
-    let weakness;
-    let mut page = PasswordPage::new(&login);
+    let refusal;
+    let mut page = PasswordPage::new(lang, &login);
     if crate::text::check(&password).is_err() {
-        page.password_error = Some(UNUSABLE);
+        page.password_error = Some(t.unusable);
     }
     if crate::text::check(&confirm).is_err() {
-        page.confirm_error = Some(UNUSABLE);
+        page.confirm_error = Some(t.unusable);
     }
     if page.password_error.is_none() && page.confirm_error.is_none() {
         let personal: Vec<&str> = personal.iter().map(String::as_str).collect();
         if let Err(w) = password::check(&password, &personal) {
-            weakness = w.to_string();
-            page.password_error = Some(&weakness);
+            refusal = weakness(&w, lang);
+            page.password_error = Some(&refusal);
         }
         if confirm != password {
-            page.confirm_error = Some("The two passwords differ.");
+            page.confirm_error = Some(t.differ);
         }
     }
     if page.password_error.is_some() || page.confirm_error.is_some() {
@@ -251,7 +353,7 @@ pub async fn set_password(
     }
     // Hashing waits its turn with the token endpoint's (api/src/hashing.rs).
     let Ok(turn) = state.hashing.turn().await else {
-        return Ok(busy());
+        return Ok(busy(lang));
     };
     let hash = turn
         .hash(password)
@@ -288,8 +390,9 @@ pub async fn set_password(
     .await?;
     tx.commit().await?;
     let done = PasswordSet {
-        lang: "en",
-        title: "Password set",
+        lang: lang.code(),
+        title: t.done_title,
+        t,
         login: &login,
     };
     Ok(render(StatusCode::OK, &done, None))

@@ -33,6 +33,28 @@ async fn employee_with_sign_in(app: &TestApp, email: &str, language: i64) -> (i6
         .find(|w| w.contains("/account/set-password/"))
         .unwrap()
         .to_owned();
+    // The page speaks the employee's language, refusals included.
+    let lang = if language == 2 { "es" } else { "en" };
+    let page = app.http.get(&set_password).send().await.unwrap();
+    assert!(page
+        .text()
+        .await
+        .unwrap()
+        .contains(&format!(r#"<html lang="{lang}">"#)));
+    let weak = app
+        .http
+        .post(&set_password)
+        .form(&[("password", "password1234"), ("confirm", "password1234")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(weak.status(), 422);
+    let refusal = if language == 2 {
+        "demasiado fácil de adivinar"
+    } else {
+        "too easy to guess"
+    };
+    assert!(weak.text().await.unwrap().contains(refusal));
     let r = app
         .http
         .post(&set_password)
@@ -45,7 +67,7 @@ async fn employee_with_sign_in(app: &TestApp, email: &str, language: i64) -> (i6
         .text()
         .await
         .unwrap()
-        .contains(r#"href="/account/sign-in""#));
+        .contains(&format!(r#"href="/account/sign-in?lang={lang}""#)));
     eventually("the I-9 exists", || async { app.i9_count(id).await == 1 }).await;
     let i9: i64 = sqlx::query_scalar("SELECT id FROM i9s WHERE employee_id = $1")
         .bind(id)
