@@ -13,7 +13,7 @@
 
 use axum::{
     extract::{RawQuery, State},
-    Json,
+    response::Response,
 };
 use chrono::{DateTime, Utc};
 use i9_common::domain::{Permission, Scope};
@@ -25,7 +25,7 @@ use crate::{
     auth::Caller,
     error::{ApiResult, Problem},
     format,
-    list::{ListQuery, ListResponse},
+    list::{Format, ListQuery, ListResponse},
     state::AppState,
 };
 
@@ -168,7 +168,8 @@ async fn page(
     get, path = "/v1/employees/{id}/history", operation_id = "getEmployeeHistory", tag = "employees",
     params(("id" = i64, Path, description = "Employee id"), Paging),
     responses(
-        (status = 200, description = "The employee's audit history, newest first", body = ListResponse<HistoryEntry>),
+        (status = 200, description = "The employee's audit history, newest first", content((ListResponse<HistoryEntry> = "application/json"), (String = "text/csv"))),
+        (status = 406, description = "The Accept allows neither application/json nor text/csv", body = Problem, content_type = "application/problem+json"),
         (status = 400, description = "Unknown parameter or bad paging", body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Missing scope, permission 1 or permission 12", body = Problem, content_type = "application/problem+json"),
@@ -179,23 +180,27 @@ async fn page(
 pub async fn employee(
     State(state): State<AppState>,
     caller: Caller,
+    format: Format,
     id: Id,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<ListResponse<HistoryEntry>>> {
+) -> ApiResult<Response> {
     caller.require(Scope::Read, Permission::ViewEmployees)?;
     caller.require(Scope::Read, Permission::FullSsn)?;
-    let q = ListQuery::parse(raw.as_deref(), &[])?;
+    let q = ListQuery::parse_as(raw.as_deref(), &[], format)?;
     let id = id.get()?;
     super::employees::periods::check_visible(&state, &caller, id).await?;
     let path = format!("/v1/employees/{id}/history");
-    Ok(Json(page(&state, &q, "employee", id, &path).await?))
+    Ok(page(&state, &q, "employee", id, &path)
+        .await?
+        .answer(format))
 }
 
 #[utoipa::path(
     get, path = "/v1/i9s/{id}/history", operation_id = "getI9History", tag = "i9s",
     params(("id" = i64, Path, description = "I-9 id"), Paging),
     responses(
-        (status = 200, description = "The I-9's audit history, newest first", body = ListResponse<HistoryEntry>),
+        (status = 200, description = "The I-9's audit history, newest first", content((ListResponse<HistoryEntry> = "application/json"), (String = "text/csv"))),
+        (status = 406, description = "The Accept allows neither application/json nor text/csv", body = Problem, content_type = "application/problem+json"),
         (status = 400, description = "Unknown parameter or bad paging", body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Missing scope, permission 3 or permission 12", body = Problem, content_type = "application/problem+json"),
@@ -206,16 +211,22 @@ pub async fn employee(
 pub async fn i9(
     State(state): State<AppState>,
     caller: Caller,
+    format: Format,
     id: Id,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<ListResponse<HistoryEntry>>> {
+) -> ApiResult<Response> {
     caller.require(Scope::Read, Permission::ViewI9s)?;
     caller.require(Scope::Read, Permission::FullSsn)?;
-    let q = ListQuery::parse(raw.as_deref(), &[])?;
+    let q = ListQuery::parse_as(raw.as_deref(), &[], format)?;
     let id = id.get()?;
     i9s::check_visible(&state, &caller, id).await?;
     let path = format!("/v1/i9s/{id}/history");
-    Ok(Json(page(&state, &q, "i9", id, &path).await?))
+    Ok(page(&state, &q, "i9", id, &path).await?.answer(format))
+}
+
+/// `actor` and `fields` are cells of JSON text (docs/api.md, "CSV").
+impl crate::list::CsvColumns for HistoryEntry {
+    const COLUMNS: &'static [&'static str] = &["at", "action", "actor", "requestId", "fields"];
 }
 
 #[cfg(test)]

@@ -76,10 +76,17 @@ pub const QUEUES: &[Queue] = &[
         param: None,
     },
     // Reverification due within withinDays days (already past included),
-    // not Parked: the soonest first.
+    // not Parked, of employees still employed: not those whose current
+    // (latest) period of employment ended today or earlier (one ending
+    // later is still employed). The soonest first.
     Queue {
         name: "reverification",
-        condition: "i.status <> 'Parked' AND i.i9_expiration <= {today} + {param}",
+        condition: "i.status <> 'Parked' AND i.i9_expiration <= {today} + {param}
+                    AND NOT EXISTS (
+                        SELECT 1 FROM (SELECT p.terminated_date FROM employment_periods p
+                                       WHERE p.employee_id = i.employee_id
+                                       ORDER BY p.id DESC LIMIT 1) AS latest
+                        WHERE latest.terminated_date <= {today})",
         order: "ORDER BY i.i9_expiration, i.id",
         param: Some("withinDays"),
     },
@@ -171,8 +178,8 @@ pub struct I9Filters {
     /// A work queue, in one query (docs/api.md, "Work queues"): `section2-due` (Section 1 signed,
     /// Section 2 not yet; by `dateDue`), `overdue` (Section 1 not signed by `startDate`, or
     /// Section 2 not recorded by `dateDue`; the longest overdue first), `reverification`
-    /// (`i9Expiration` at most `withinDays` days from today, passed ones included, not `Parked`;
-    /// by `i9Expiration`). Any case; combines with the other filters.
+    /// (`i9Expiration` at most `withinDays` days from today, passed ones included, not `Parked`,
+    /// not of a terminated employee; by `i9Expiration`). Any case; combines with the other filters.
     #[param(inline)]
     queue: Option<QueueName>,
     /// Days from today (UTC) for `queue=reverification`, which needs it; only with that queue.

@@ -645,7 +645,10 @@ pub async fn new_period_error(
 
 /// The same rule for a change of the current period (`current`, as [`lock`]
 /// found it) to `period`: a `startDate` that changes must be after the
-/// periods before it. [`set_period`] holds to it.
+/// periods before it, and a period after an earlier one (a re-hire's) keeps
+/// a `startDate` (docs/api.md, "Periods of employment": a re-hire is made
+/// with one, and without it the period could not be held after the earlier
+/// ones). [`set_period`] holds to it.
 pub async fn period_change_error(
     conn: &mut PgConnection,
     id: i64,
@@ -653,12 +656,34 @@ pub async fn period_change_error(
     period: Period,
 ) -> Result<Option<FieldError>, sqlx::Error> {
     match current.period_id {
-        Some(pid) if period.start != current.start_date => {
-            overlap_error(conn, id, period.start, Some(pid)).await
-        }
+        Some(pid) if period.start != current.start_date => match period.start {
+            Some(_) => overlap_error(conn, id, period.start, Some(pid)).await,
+            None => Ok(has_earlier_period(conn, id, pid)
+                .await?
+                .then(|| FieldError::new("startDate", "required", START_OF_REHIRE))),
+        },
         // The first period (none yet), or the start kept as it is.
         _ => Ok(None),
     }
+}
+
+/// Why a re-hire's period keeps its start.
+pub const START_OF_REHIRE: &str =
+    "Needed on a period of employment after an earlier one (a re-hire): it cannot be removed.";
+
+/// Whether employee `id` has a period of employment before period `before`.
+async fn has_earlier_period(
+    conn: &mut PgConnection,
+    id: i64,
+    before: i64,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM employment_periods WHERE employee_id = $1 AND id < $2) AS "earlier!""#,
+        id,
+        before,
+    )
+    .fetch_one(&mut *conn)
+    .await
 }
 
 /// `start` against the employee's periods (those before period `before`,

@@ -604,6 +604,132 @@ async fn termination_changes_the_current_period_and_rehire_adds_one() {
     .await;
 }
 
+/// An employee's periods of employment, oldest first, as stored.
+async fn periods_of(app: &TestApp, id: i64) -> Vec<(Option<String>, Option<String>)> {
+    sqlx::query_as::<_, (Option<chrono::NaiveDate>, Option<chrono::NaiveDate>)>(
+        "SELECT start_date, terminated_date FROM employment_periods WHERE employee_id = $1 ORDER BY id",
+    )
+    .bind(id)
+    .fetch_all(app.pool())
+    .await
+    .unwrap()
+    .into_iter()
+    .map(|(s, t)| (s.map(|d| d.to_string()), t.map(|d| d.to_string())))
+    .collect()
+}
+
+/// Review: `"startDate": null` on a re-hired employee's current period (not
+/// terminated) was a 200 that left the period without a start. A re-hire's
+/// period keeps its start whatever its termination state: 422 (`startDate`,
+/// `required`), nothing written. A first period that is not terminated may
+/// still be cleared, as a create may leave it unset (docs/api.md, "Periods
+/// of employment").
+#[tokio::test]
+async fn a_rehire_period_keeps_its_start_date_and_a_running_first_period_may_clear_it() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let maria = app.employee_id("EMP-1001").await; // active, started 2026-10-05, one period
+    let james = app.employee_id("EMP-1002").await; // terminated 2026-06-30
+    let portland = app.group_id("Portland Warehouse").await;
+    let seattle = app.group_id("Seattle Office").await;
+    let j = |extra: Value| {
+        let mut b = json!({"firstName": "James", "lastName": "Chen", "locationId": seattle});
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        b
+    };
+    let path = format!("/v1/employees/{james}");
+    let r = app
+        .patch_json(
+            &path,
+            &token,
+            &j(json!({"rehire": "yes", "startDate": "2026-12-01"})),
+        )
+        .await;
+    assert_eq!(r.status(), 200);
+    let date = |d: &str| Some(d.to_owned());
+    let rehired = vec![
+        (date("2025-01-13"), date("2026-06-30")),
+        (date("2026-12-01"), None),
+    ];
+    assert_eq!(periods_of(&app, james).await, rehired);
+    let audit = |id: i64| {
+        app.count(
+            "SELECT count(*) FROM audit_log WHERE resource_type = 'employee' AND resource_id = $1::TEXT
+               AND action = 'employee.update'",
+            id,
+        )
+    };
+    let audited = audit(james).await;
+
+    // The re-hire's period running: clearing its start is a 422, nothing written.
+    for body in [
+        json!({"startDate": null, "jobTitle": "Driver"}),
+        json!({"startDate": "", "jobTitle": "Driver"}),
+        json!({"startDate": null, "terminatedDate": null, "jobTitle": "Driver"}),
+    ] {
+        let p = problem(app.patch_json(&path, &token, &j(body.clone())).await, 422).await;
+        assert_eq!(
+            fields(&p),
+            [("startDate".into(), "required".into())],
+            "{body}"
+        );
+        assert!(
+            p["errors"][0]["message"]
+                .as_str()
+                .unwrap()
+                .contains("re-hire"),
+            "{p}"
+        );
+    }
+    assert_eq!(periods_of(&app, james).await, rehired);
+    let rec = app.get_json(&path, &token).await;
+    assert_eq!(rec["startDate"], "2026-12-01");
+    assert_ne!(rec["jobTitle"], "Driver", "nothing half-written");
+    assert_eq!(audit(james).await, audited, "no update recorded");
+
+    // Terminated again: still a 422 (the terminated period's own rule).
+    let r = app
+        .patch_json(&path, &token, &j(json!({"terminatedDate": "2027-01-31"})))
+        .await;
+    assert_eq!(r.status(), 200);
+    let p = problem(
+        app.patch_json(&path, &token, &j(json!({"startDate": null})))
+            .await,
+        422,
+    )
+    .await;
+    assert_eq!(fields(&p), [("startDate".into(), "required".into())]);
+    assert_eq!(
+        periods_of(&app, james).await[1],
+        (date("2026-12-01"), date("2027-01-31"))
+    );
+
+    // A first period that runs may be cleared (a create may leave it unset),
+    // and given again.
+    let m = |extra: Value| {
+        let mut b = json!({"firstName": "Maria", "lastName": "Lopez", "locationId": portland});
+        b.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        b
+    };
+    let maria_path = format!("/v1/employees/{maria}");
+    let r = app
+        .patch_json(&maria_path, &token, &m(json!({"startDate": null})))
+        .await;
+    assert_eq!(r.status(), 200);
+    let rec: Value = r.json().await.unwrap();
+    assert_eq!(rec["startDate"], Value::Null);
+    assert_eq!(periods_of(&app, maria).await, [(None, None)]);
+    let r = app
+        .patch_json(&maria_path, &token, &m(json!({"startDate": "2026-10-05"})))
+        .await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(periods_of(&app, maria).await, [(date("2026-10-05"), None)]);
+}
+
 /// The HR engineer's trial: a re-hire dated on or before the last
 /// termination (or before the first hire) was a 200 with overlapping
 /// periods. Periods never overlap: a 422 on `startDate` naming the date it

@@ -7,6 +7,8 @@
 use i9_tests::{ids, link, spawn_app, TestApp, ADMIN, ATS_BOT, BOSTON_VIEWER, WEST_HR};
 use serde_json::{json, Value};
 
+use super::queues::{get_as, parse_csv};
+
 const ATS: (&str, &str) = ("greenhouse-ats", "ats-secret-change-me");
 
 async fn partner_token(app: &TestApp) -> String {
@@ -369,6 +371,187 @@ async fn an_i9s_history_names_the_employee_on_the_section_1_page_and_the_system(
         format!("/v1/employees/{own}/history"),
     ] {
         assert_eq!(status_of(&app, &path, &partner).await, 404, "{path}");
+    }
+}
+
+/// Issue 11, "CSV export of any list": an employee's periods and a record's
+/// history answer CSV to `Accept: text/csv` as every list does (docs/api.md,
+/// "CSV"): the JSON member names as the header, a row per record (the whole
+/// result up to 10000, where JSON pages by 50), objects and arrays as JSON
+/// text, formulas neutralised, and 406 to an `Accept` allowing neither.
+#[tokio::test]
+async fn periods_and_histories_answer_csv_as_every_list() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let csv = "text/csv";
+    let james = app.employee_id("EMP-1002").await; // Seattle, terminated 2026-06-30
+    let seattle = app.group_id("Seattle Office").await;
+    let old_i9 = app.insert_i9(james, "Completed").await;
+    sqlx::query(
+        "UPDATE i9s SET employment_period_id =
+             (SELECT max(id) FROM employment_periods WHERE employee_id = $2) WHERE id = $1",
+    )
+    .bind(old_i9)
+    .bind(james)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    // A request id may start with `-` (docs/api.md, "Request ids").
+    let r = app
+        .http
+        .patch(app.url(&format!("/v1/employees/{james}")))
+        .bearer_auth(&admin)
+        .header("x-request-id", "-2.3")
+        .json(
+            &json!({"firstName": "James", "lastName": "Chen", "locationId": seattle,
+                    "rehire": "yes", "startDate": "2026-12-01"}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+
+    // Periods: two rows, oldest first; `null` an empty cell, `i9Ids` JSON text.
+    let path = format!("/v1/employees/{james}/periods");
+    let json = app.get_json(&path, &admin).await;
+    let (status, headers, text) = get_as(&app, &path, &admin, csv).await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(
+        headers["content-type"],
+        "text/csv; charset=utf-8; header=present"
+    );
+    assert_eq!(
+        headers["content-disposition"],
+        "attachment; filename=\"periods.csv\""
+    );
+    assert!(
+        headers["link"]
+            .to_str()
+            .unwrap()
+            .contains(&format!("<{path}?page=1>; rel=\"self\"")),
+        "{:?}",
+        headers["link"]
+    );
+    let rows = parse_csv(&text);
+    assert_eq!(rows[0], ["id", "startDate", "terminatedDate", "i9Ids"]);
+    assert_eq!(rows.len(), 3, "a header and 2 rows");
+    assert_eq!(json["total"], 2);
+    let first = &json["searchResult"][0];
+    assert_eq!(
+        rows[1],
+        [
+            first["id"].to_string(),
+            first["startDate"].as_str().unwrap().to_owned(),
+            "2026-06-30".to_owned(),
+            format!("[{old_i9}]"),
+        ]
+    );
+    assert_eq!(
+        rows[2][1..],
+        ["2026-12-01".to_owned(), String::new(), "[]".to_owned()]
+    );
+
+    // History: more entries than a JSON page, every one in the CSV; a text
+    // value starting with = + - @ neutralised.
+    for request_id in ["=1+2", "+1", "@SUM(A1)"] {
+        sqlx::query(
+            "INSERT INTO audit_log (action, resource_type, resource_id, request_id, detail)
+             VALUES ('employee.update', 'employee', $1::TEXT, $2, '{\"fields\": [\"job_title\"]}')",
+        )
+        .bind(james)
+        .bind(request_id)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    }
+    sqlx::query(
+        "INSERT INTO audit_log (action, resource_type, resource_id, detail)
+         SELECT 'employee.update', 'employee', $1::TEXT, '{}' FROM generate_series(1, 60)",
+    )
+    .bind(james)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let entries = audit_rows(&app, "employee", james).await;
+    assert!(entries > 60, "{entries}");
+    let path = format!("/v1/employees/{james}/history");
+    let json = app.get_json(&path, &admin).await;
+    assert_eq!(json["total"], entries);
+    assert_eq!(json["searchResult"].as_array().unwrap().len(), 50);
+    let (status, headers, text) = get_as(&app, &path, &admin, csv).await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(
+        headers["content-disposition"],
+        "attachment; filename=\"history.csv\""
+    );
+    let rows = parse_csv(&text);
+    assert_eq!(
+        rows[0],
+        ["at", "action", "actor", "requestId", "fields"],
+        "the JSON member names, in their order"
+    );
+    assert_eq!(
+        rows.len() as i64,
+        entries + 1,
+        "a header and a row per entry"
+    );
+    let request_ids: Vec<&str> = rows[1..].iter().map(|r| r[3].as_str()).collect();
+    for neutralised in ["'=1+2", "'+1", "'@SUM(A1)", "'-2.3"] {
+        assert!(
+            request_ids.contains(&neutralised),
+            "{neutralised} in {request_ids:?}"
+        );
+    }
+    assert!(!request_ids
+        .iter()
+        .any(|r| r.starts_with(['=', '+', '-', '@'])));
+    // The re-hire's update (its response showed the number: an ssn.read too).
+    let rehire = rows[1..]
+        .iter()
+        .find(|r| r[3] == "'-2.3" && r[1] == "employee.update")
+        .unwrap();
+    let actor: Value = serde_json::from_str(&rehire[2]).unwrap();
+    assert_eq!(actor["login"], "admin", "an object as its JSON text");
+    let fields: Vec<String> = serde_json::from_str(&rehire[4]).unwrap();
+    assert!(fields.contains(&"startDate".to_owned()), "{fields:?}");
+    // page_size still asks for fewer.
+    let (_, _, text) = get_as(&app, &format!("{path}?page_size=10&page=2"), &admin, csv).await;
+    assert_eq!(parse_csv(&text).len(), 11);
+
+    // An I-9's history the same way.
+    let path = format!("/v1/i9s/{old_i9}/history");
+    app.get_json(&format!("/v1/i9s/{old_i9}"), &admin).await; // an ssn.read
+    let json = app.get_json(&path, &admin).await;
+    let (status, headers, text) = get_as(&app, &path, &admin, csv).await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(
+        headers["content-disposition"],
+        "attachment; filename=\"history.csv\""
+    );
+    let rows = parse_csv(&text);
+    assert_eq!(rows[0], ["at", "action", "actor", "requestId", "fields"]);
+    assert_eq!(json["total"], audit_rows(&app, "i9", old_i9).await);
+    assert_eq!(rows.len() as i64 - 1, json["total"].as_i64().unwrap());
+    assert_eq!(
+        rows[1][1],
+        json["searchResult"][0]["action"].as_str().unwrap()
+    );
+
+    // 406 for an Accept allowing neither; a bad query stays a 400 problem.
+    for path in [
+        format!("/v1/employees/{james}/periods"),
+        format!("/v1/employees/{james}/history"),
+        format!("/v1/i9s/{old_i9}/history"),
+    ] {
+        for accept in ["application/xml", "text/csv;q=0, application/json;q=0"] {
+            let (status, headers, text) = get_as(&app, &path, &admin, accept).await;
+            assert_eq!(status, 406, "{path} {accept}");
+            assert_eq!(headers["content-type"], "application/problem+json");
+            assert!(text.contains("/problems/not-acceptable"), "{text}");
+        }
+        let (status, headers, _) = get_as(&app, &format!("{path}?x=1"), &admin, csv).await;
+        assert_eq!(status, 400, "{path}");
+        assert_eq!(headers["content-type"], "application/problem+json");
     }
 }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use i9_api::{
     list::FilterSpec,
-    routes::{eins, employees, groups, i9s, openapi, roles, users},
+    routes::{eins, employees, groups, i9s, openapi, partners, roles, users},
 };
 use i9_tests::{spawn_app, ADMIN, ATS_BOT};
 use serde_json::Value;
@@ -87,7 +87,7 @@ fn documented_query_parameters_are_exactly_the_accepted_ones() {
 }
 
 /// Every collection: its path and the filters its handler accepts.
-const COLLECTIONS: [(&str, &[FilterSpec]); 7] = [
+const COLLECTIONS: [(&str, &[FilterSpec]); 11] = [
     ("/v1/employees", employees::FILTERS),
     ("/v1/i9s", i9s::FILTERS),
     ("/v1/eins", eins::FILTERS),
@@ -95,7 +95,49 @@ const COLLECTIONS: [(&str, &[FilterSpec]); 7] = [
     ("/v1/groups/{id}/users", groups::USER_FILTERS),
     ("/v1/users", users::FILTERS),
     ("/v1/roles", roles::FILTERS),
+    ("/v1/partners/locations", partners::LOCATION_FILTERS),
+    // Paged lists without filters.
+    ("/v1/employees/{id}/periods", &[]),
+    ("/v1/employees/{id}/history", &[]),
+    ("/v1/i9s/{id}/history", &[]),
 ];
+
+/// Every collection declares what docs/api.md, "Lists" and "CSV" promise of
+/// each: a 200 of a `ListResponse` (`searchResult`, `total`, `links`, all
+/// required) as `application/json` and the same list as `text/csv`, and the
+/// 406 of an `Accept` allowing neither.
+#[test]
+fn every_collection_declares_its_total_csv_and_406() {
+    let doc = serde_json::to_value(openapi::document()).unwrap();
+    for (path, _) in COLLECTIONS {
+        let responses = &doc["paths"][path]["get"]["responses"];
+        let content = &responses["200"]["content"];
+        let reference = content["application/json"]["schema"]["$ref"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{path}: a JSON list ({content})"));
+        let name = reference.rsplit('/').next().unwrap();
+        assert!(name.starts_with("ListResponse_"), "{path}: {name}");
+        let schema = &doc["components"]["schemas"][name];
+        let mut required: Vec<&str> = schema["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        required.sort_unstable();
+        assert_eq!(required, ["links", "searchResult", "total"], "{path}");
+        assert_eq!(schema["properties"]["total"]["minimum"], 0, "{path}");
+        assert_eq!(
+            content["text/csv"]["schema"]["type"], "string",
+            "{path}: CSV declared"
+        );
+        assert_eq!(
+            responses["406"]["content"]["application/problem+json"]["schema"]["$ref"],
+            "#/components/schemas/Problem",
+            "{path}: 406 declared"
+        );
+    }
+}
 
 /// Every date filter is documented as the body dates are: the pattern of
 /// `YYYY-MM-DD` or `MM/DD/YYYY` in the years 1900 to 2099, and no

@@ -361,6 +361,69 @@ async fn named_queues_are_one_query_each_with_their_order_filters_paging_and_vis
     );
 }
 
+/// Set the current (latest) period of the employee of `i9`: its start, and
+/// its end `terminated` days from today (`None`: running).
+async fn set_current_period(app: &TestApp, i9: i64, terminated: Option<i64>) {
+    let employee = employee_of(app, i9).await;
+    sqlx::query(
+        "UPDATE employment_periods SET start_date = $2::DATE, terminated_date = $3::DATE
+         WHERE id = (SELECT max(id) FROM employment_periods WHERE employee_id = $1)",
+    )
+    .bind(employee)
+    .bind(day(-400))
+    .bind(terminated.map(day))
+    .execute(app.pool())
+    .await
+    .unwrap();
+}
+
+/// Review: `queue=reverification` listed the I-9s of terminated employees.
+/// An employer does not reverify someone no longer employed: an employee
+/// whose current period of employment ended today or earlier is left out;
+/// one whose termination is still ahead, or who was re-hired, stays
+/// (docs/api.md, "Work queues").
+#[tokio::test]
+async fn the_reverification_queue_leaves_out_terminated_employees() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let active = dated(&app, "Seattle Office", "Completed", -400, -397, Some(5)).await;
+    let yesterday = dated(&app, "Seattle Office", "Completed", -400, -397, Some(1)).await;
+    set_current_period(&app, yesterday, Some(-1)).await;
+    let today = dated(&app, "Boston Office", "Approved", -400, -397, Some(-3)).await;
+    set_current_period(&app, today, Some(0)).await;
+    let leaving = dated(&app, "Seattle Office", "Approved", -400, -397, Some(7)).await;
+    set_current_period(&app, leaving, Some(1)).await;
+    // Terminated once, re-hired since: the current period runs.
+    let rehired = dated(&app, "Portland Warehouse", "Completed", -400, -397, Some(2)).await;
+    set_current_period(&app, rehired, Some(-30)).await;
+    sqlx::query("INSERT INTO employment_periods (employee_id, start_date) VALUES ($1, $2::DATE)")
+        .bind(employee_of(&app, rehired).await)
+        .bind(day(-10))
+        .execute(app.pool())
+        .await
+        .unwrap();
+
+    let path = "/v1/i9s?queue=reverification&withinDays=30";
+    let body = app.get_json(path, &admin).await;
+    assert_eq!(ids(&body), [rehired, active, leaving]);
+    assert_eq!(body["total"], 3);
+    // The CSV export is the same queue: a header and three rows.
+    let (status, _, text) = get_as(&app, path, &admin, "text/csv").await;
+    assert_eq!(status, 200, "{text}");
+    let rows = parse_csv(&text);
+    assert_eq!(rows.len(), 4, "a header and 3 rows");
+    let got: Vec<i64> = rows[1..].iter().map(|r| r[0].parse().unwrap()).collect();
+    assert_eq!(got, [rehired, active, leaving]);
+    // The terminated ones' I-9s are still in the collection, outside the queue.
+    let all = app
+        .get_json("/v1/i9s?i9ExpirationFrom=2000-01-01", &admin)
+        .await;
+    assert_eq!(all["total"], 5);
+    for gone in [yesterday, today] {
+        assert!(ids(&all).contains(&gone));
+    }
+}
+
 #[tokio::test]
 async fn every_list_carries_the_total_the_caller_may_see_on_every_page() {
     let app = spawn_app().await;
@@ -412,7 +475,7 @@ async fn every_list_carries_the_total_the_caller_may_see_on_every_page() {
 }
 
 /// GET with an `Accept`; the status, the headers and the body text.
-async fn get_as(
+pub(crate) async fn get_as(
     app: &TestApp,
     path: &str,
     token: &str,
@@ -432,7 +495,7 @@ async fn get_as(
 }
 
 /// The CSV's lines, each split on commas outside quotes, quotes undone.
-fn parse_csv(text: &str) -> Vec<Vec<String>> {
+pub(crate) fn parse_csv(text: &str) -> Vec<Vec<String>> {
     assert!(text.ends_with("\r\n"), "CRLF after every row");
     let mut rows = vec![vec![String::new()]];
     let mut quoted = false;

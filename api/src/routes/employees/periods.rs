@@ -4,7 +4,7 @@
 
 use axum::{
     extract::{RawQuery, State},
-    Json,
+    response::Response,
 };
 use chrono::NaiveDate;
 use i9_common::domain::{Permission, Scope};
@@ -15,7 +15,7 @@ use super::super::Id;
 use crate::{
     auth::Caller,
     error::{ApiError, ApiResult, Problem},
-    list::{ListQuery, ListResponse},
+    list::{Format, ListQuery, ListResponse},
     state::AppState,
 };
 
@@ -31,7 +31,8 @@ pub struct EmploymentPeriod {
     pub i9_ids: Vec<i64>,
 }
 
-/// Paging of a collection without filters.
+/// Paging of a collection without filters (an employee's periods, a
+/// record's history).
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
 #[allow(non_snake_case, dead_code)]
@@ -39,7 +40,8 @@ pub struct Paging {
     /// Page number, from 1.
     #[param(inline)]
     page: Option<crate::list::params::Positive>,
-    /// Items per page, 1 to 50 (larger values are treated as 50).
+    /// Items per page: 1 to 50, default 50 (larger values are treated as 50); for a CSV export
+    /// (`Accept: text/csv`) 1 to 10000, default 10000.
     #[param(inline)]
     page_size: Option<crate::list::params::Positive>,
 }
@@ -64,7 +66,8 @@ pub async fn check_visible(state: &AppState, caller: &Caller, id: i64) -> ApiRes
     get, path = "/v1/employees/{id}/periods", operation_id = "listEmploymentPeriods", tag = "employees",
     params(("id" = i64, Path, description = "Employee id"), Paging),
     responses(
-        (status = 200, description = "The employee's periods of employment, oldest first", body = ListResponse<EmploymentPeriod>),
+        (status = 200, description = "The employee's periods of employment, oldest first", content((ListResponse<EmploymentPeriod> = "application/json"), (String = "text/csv"))),
+        (status = 406, description = "The Accept allows neither application/json nor text/csv", body = Problem, content_type = "application/problem+json"),
         (status = 400, description = "Unknown parameter or bad paging", body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Missing scope or permission 1", body = Problem, content_type = "application/problem+json"),
@@ -75,11 +78,12 @@ pub async fn check_visible(state: &AppState, caller: &Caller, id: i64) -> ApiRes
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
+    format: Format,
     id: Id,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<ListResponse<EmploymentPeriod>>> {
+) -> ApiResult<Response> {
     caller.require(Scope::Read, Permission::ViewEmployees)?;
-    let q = ListQuery::parse(raw.as_deref(), &[])?;
+    let q = ListQuery::parse_as(raw.as_deref(), &[], format)?;
     let id = id.get()?;
     check_visible(&state, &caller, id).await?;
     let total = sqlx::query_scalar!(
@@ -100,9 +104,14 @@ pub async fn list(
     )
     .fetch_all(&state.pool)
     .await?;
-    Ok(Json(ListResponse {
+    Ok(ListResponse {
         total,
         links: q.links(&format!("/v1/employees/{id}/periods"), total),
         search_result: rows,
-    }))
+    }
+    .answer(format))
+}
+
+impl crate::list::CsvColumns for EmploymentPeriod {
+    const COLUMNS: &'static [&'static str] = &["id", "startDate", "terminatedDate", "i9Ids"];
 }
