@@ -168,8 +168,6 @@ struct Text {
     wrong: &'static str,
     not_employee: &'static str,
     retired: &'static str,
-    /// Around the seconds to wait.
-    throttled: (&'static str, &'static str),
     busy: &'static str,
     home: &'static str,
     signed_in_as: &'static str,
@@ -193,7 +191,6 @@ const EN: Text = Text {
     wrong: "The login or password is wrong.",
     not_employee: "This page is for employees completing their own forms. Sign in to your employer's HR system instead.",
     retired: "This sign-in no longer works. Ask your employer.",
-    throttled: ("Too many failed sign-ins. Wait", "seconds, then try again."),
     busy: "The service is busy right now. Wait a few seconds, then send the form again.",
     home: "Your forms",
     signed_in_as: "Signed in as",
@@ -217,7 +214,6 @@ const ES: Text = Text {
     wrong: "El usuario o la contraseña no son correctos.",
     not_employee: "Esta página es para empleados que completan sus propios formularios. Inicie sesión en el sistema de recursos humanos de su empleador.",
     retired: "Este acceso ya no funciona. Consulte a su empleador.",
-    throttled: ("Demasiados intentos fallidos. Espere", "segundos y vuelva a intentarlo."),
     busy: "El servicio está ocupado. Espere unos segundos y envíe el formulario de nuevo.",
     home: "Sus formularios",
     signed_in_as: "Sesión iniciada como",
@@ -231,6 +227,17 @@ const ES: Text = Text {
     sign_out: "Cerrar sesión",
     other_lang: "View in English",
 };
+
+/// The throttled sign-in's message: how many seconds to wait.
+fn wait_message(lang: Lang, secs: u64) -> String {
+    let s = if secs == 1 { "" } else { "s" };
+    match lang {
+        Lang::En => format!("Too many failed sign-ins. Wait {secs} second{s}, then try again."),
+        Lang::Es => {
+            format!("Demasiados intentos fallidos. Espere {secs} segundo{s} y vuelva a intentarlo.")
+        }
+    }
+}
 
 fn text(lang: Lang) -> &'static Text {
     match lang {
@@ -320,7 +327,7 @@ pub async fn sign_in(
                 let secs = wait.as_secs_f64().ceil().max(1.0) as u64;
                 (
                     StatusCode::TOO_MANY_REQUESTS,
-                    format!("{} {secs} {}", t.throttled.0, t.throttled.1),
+                    wait_message(lang, secs),
                     secs,
                 )
             }

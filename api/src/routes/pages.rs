@@ -376,6 +376,11 @@ pub async fn set_password(
     )
     .execute(&mut *tx)
     .await?;
+    // A new password ends the sign-in's sessions on the employee's page
+    // (docs/api.md, "The employee's own page").
+    sqlx::query!("DELETE FROM account_sessions WHERE user_id = $1", user_id)
+        .execute(&mut *tx)
+        .await?;
     // The user acts on the page, through no client.
     let actor = Actor {
         user_id: Some(user_id),

@@ -56,7 +56,7 @@ pub fn check(password: &str, personal: &[&str]) -> Result<(), Weakness> {
     }
     let estimate = zxcvbn(password, personal);
     if estimate.score() >= MIN_SCORE {
-        return Ok(());
+        return without_personal(password, personal);
     }
     let advice = estimate.feedback().and_then(|f| {
         f.warning()
@@ -65,6 +65,39 @@ pub fn check(password: &str, personal: &[&str]) -> Result<(), Weakness> {
     });
     Err(Weakness::Guessable(advice))
 }
+
+/// What a password must still be once the person's own words are taken
+/// out of it: zxcvbn credits `liamlogin12345` for its length although it is
+/// the person's name, login and a sequence. Their words are the names and
+/// the login's (and email's) part before `@`, split at anything that is not
+/// a letter or digit, of three characters or more; what remains must have
+/// [`MIN_REST`] characters and pass the same estimate.
+fn without_personal(password: &str, personal: &[&str]) -> Result<(), Weakness> {
+    let mut words: Vec<String> = personal
+        .iter()
+        .map(|p| p.split('@').next().unwrap_or_default())
+        .flat_map(|p| p.split(|c: char| !c.is_alphanumeric()))
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .collect();
+    words.sort_by_key(|w| std::cmp::Reverse(w.len()));
+    let mut rest = password.to_lowercase();
+    for w in &words {
+        rest = rest.replace(w.as_str(), "");
+    }
+    if rest == password.to_lowercase() {
+        return Ok(());
+    }
+    if rest.trim().chars().count() >= MIN_REST && zxcvbn(&rest, personal).score() >= MIN_SCORE {
+        return Ok(());
+    }
+    Err(Weakness::Guessable(Some(
+        "Do not build it on your name or login.".into(),
+    )))
+}
+
+/// What a password must hold besides the person's own words.
+const MIN_REST: usize = 8;
 
 #[cfg(test)]
 mod tests {
@@ -80,6 +113,40 @@ mod tests {
         ] {
             assert_eq!(check(p, &["west.hr"]), Ok(()), "{p}");
         }
+    }
+
+    #[test]
+    fn a_password_built_on_the_name_or_login_is_refused() {
+        let personal = [
+            "liam.login@mail.example",
+            "Liam",
+            "Login",
+            "liam.login@mail.example",
+        ];
+        for p in [
+            "liamlogin12345",
+            "LiamLogin2026!",
+            "login.liam.1990",
+            "luciaacceso2026",
+        ] {
+            let who = if p.starts_with("lucia") {
+                [
+                    "lucia.acceso@mail.example",
+                    "Lucia",
+                    "Acceso",
+                    "lucia.acceso@mail.example",
+                ]
+            } else {
+                personal
+            };
+            assert!(
+                matches!(check(p, &who), Err(Weakness::Guessable(_))),
+                "{p:?}"
+            );
+        }
+        // The person's words inside a strong password do not weaken it.
+        assert_eq!(check("liam likes green tea at noon", &personal), Ok(()));
+        assert_eq!(check("a long pass phrase", &personal), Ok(()));
     }
 
     #[test]

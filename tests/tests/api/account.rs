@@ -322,7 +322,33 @@ async fn an_hr_user_gets_no_session_and_a_retired_or_idle_session_ends() {
         .unwrap();
     assert_eq!(get(&app, "/account", &cookie).await.status(), 303, "idle");
 
+    // A new password (a new link from sendLoginEmail) ends the sessions.
     let cookie = session_cookie(&sign_in(&app, "idle.one@mail.example", PASSWORD).await);
+    assert_eq!(get(&app, "/account", &cookie).await.status(), 200);
+    let token = i9_common::crypto::new_token("pw_");
+    sqlx::query(
+        "INSERT INTO password_set_tokens (token_hash, user_id, expires_at)
+         SELECT $1, id, now() + interval '1 hour' FROM users WHERE login = 'idle.one@mail.example'",
+    )
+    .bind(i9_common::crypto::token_hash(&token))
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let reset = app
+        .http
+        .post(app.url(&format!("/account/set-password/{token}")))
+        .form(&[
+            ("password", "another long phrase"),
+            ("confirm", "another long phrase"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(reset.status(), 200);
+    assert_eq!(get(&app, "/account", &cookie).await.status(), 303, "reset");
+    assert_eq!(sessions(&app).await, 0);
+    let cookie =
+        session_cookie(&sign_in(&app, "idle.one@mail.example", "another long phrase").await);
     assert_eq!(get(&app, "/account", &cookie).await.status(), 200);
     sqlx::query("UPDATE users SET retired = true WHERE login = 'idle.one@mail.example'")
         .execute(app.pool())
@@ -333,7 +359,7 @@ async fn an_hr_user_gets_no_session_and_a_retired_or_idle_session_ends() {
         303,
         "retired"
     );
-    let retired = sign_in(&app, "idle.one@mail.example", PASSWORD).await;
+    let retired = sign_in(&app, "idle.one@mail.example", "another long phrase").await;
     assert_eq!(retired.status(), 403);
     assert!(retired.headers().get("set-cookie").is_none());
 }

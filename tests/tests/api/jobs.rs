@@ -852,5 +852,11 @@ async fn emails_name_the_employer_the_due_date_and_the_expiry_in_the_employees_l
         "{}",
         mail.text
     );
+    assert!(
+        mail.text
+            .contains("If it no longer works, ask your employer for a new one."),
+        "mid-sentence in lower case: {}",
+        mail.text
+    );
     assert_eq!(app.smtp().to("tom.reed@mail.example").len(), 1);
 }

@@ -76,6 +76,15 @@ async fn send(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
         })?;
     let link = links::section1(&ctx.config.public_base_url, &token);
     let spanish = language == Some(2);
+    // Mid-sentence, an employer without a legal entity is "your employer".
+    let asked = employer.clone().unwrap_or_else(|| {
+        if spanish {
+            "su empleador"
+        } else {
+            "your employer"
+        }
+        .to_owned()
+    });
     let employer = employer.unwrap_or_else(|| {
         if spanish {
             "Su empleador"
@@ -93,6 +102,7 @@ async fn send(ctx: &Context, job_id: Uuid, request_id: Uuid) -> JobResult {
         spanish,
         first_name: &first_name,
         employer: &employer,
+        asked: &asked,
         due: start_date.map(|d| wording::date(d, spanish)),
         expires: wording::moment(expires, spanish),
         link: &link,
@@ -118,6 +128,8 @@ struct RemoteHireText<'a> {
     first_name: &'a str,
     /// The legal entity's name, or "Your employer".
     employer: &'a str,
+    /// The same mid-sentence: the legal entity's name, or "your employer".
+    asked: &'a str,
     /// The first day of work, written out, when known.
     due: Option<String>,
     /// When the link stops working, written out.
@@ -141,6 +153,7 @@ mod tests {
             spanish,
             first_name: "José <i>&</i>",
             employer: "Acme & Sons",
+            asked: "Acme & Sons",
             due: due.map(str::to_owned),
             expires: "December 15, 2026 at 09:05 UTC".into(),
             link: "https://i9.example/i9/section1/s1_x?a=1&b=2",
