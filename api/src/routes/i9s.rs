@@ -35,6 +35,8 @@ pub const FILTERS: &[FilterSpec] = &[
     filter("startDate", K::Date("i.start_date")),
     filter("i9Expiration", K::Date("i.i9_expiration")),
     filter("employeeId", K::Int("i.employee_id")),
+    filter("locationId", K::Int("e.location_id")),
+    filter("locationIdWithin", K::GroupWithin("e.location_id")),
     filter("i9Status", K::OneOf("i.status", I9Status::NAMES)),
     filter("dateDue", K::Date("i.date_due")),
     filter("dateDueFrom", K::DateFrom("i.date_due")),
@@ -149,6 +151,13 @@ pub struct I9Filters {
     /// The employee's I-9s (a single employee record links here as `i9s`).
     #[param(inline)]
     employeeId: Option<crate::list::params::Int>,
+    /// The employee's group (`locationId`), that group only.
+    #[param(inline)]
+    locationId: Option<crate::list::params::Int>,
+    /// The employee's group is this group or one below it (a region and its offices): a
+    /// region's work queue with `queue`.
+    #[param(inline)]
+    locationIdWithin: Option<crate::list::params::Int>,
     /// The I-9's status (`Section 1 Incomplete`, `Signed Sec 1`, `Signed Sec 2`, `Completed`,
     /// `Approved`, `Parked`; any case), or several separated by commas:
     /// `Signed Sec 1,Signed Sec 2`.

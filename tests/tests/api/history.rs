@@ -863,3 +863,52 @@ async fn location_id_within_finds_a_group_and_every_group_below_it() {
         assert_eq!(p["errors"][0]["code"], code, "{query}");
     }
 }
+
+#[tokio::test]
+async fn a_regions_i9_queue_is_one_query() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let west = app.group_id("West Region").await;
+    let portland = app.group_id("Portland Warehouse").await;
+    let seattle = app.group_id("Seattle Office").await;
+    let inside = app
+        .insert_employee("Reg", "Ion", "Portland Warehouse", None)
+        .await;
+    let outside = app
+        .insert_employee("Out", "Side", "Boston Office", None)
+        .await;
+    let (i9_in, i9_out) = (
+        app.insert_i9(inside, "Section 1 Incomplete").await,
+        app.insert_i9(outside, "Section 1 Incomplete").await,
+    );
+    let expected: Vec<i64> = sqlx::query_scalar(
+        "SELECT i.id FROM i9s i JOIN employees e ON e.id = i.employee_id
+         WHERE e.location_id = ANY($1) AND i.status = 'Section 1 Incomplete' ORDER BY i.id",
+    )
+    .bind([west, portland, seattle])
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    assert!(expected.contains(&i9_in) && !expected.contains(&i9_out));
+    let body = app
+        .get_json(
+            &format!("/v1/i9s?locationIdWithin={west}&i9Status=Section%201%20Incomplete"),
+            &admin,
+        )
+        .await;
+    let mut got = ids(&body);
+    got.sort_unstable();
+    assert_eq!(got, expected);
+    assert_eq!(body["total"], expected.len());
+    // The exact group only with locationId.
+    let body = app
+        .get_json(&format!("/v1/i9s?locationId={portland}"), &admin)
+        .await;
+    assert!(ids(&body).contains(&i9_in));
+    let body = app
+        .get_json(&format!("/v1/i9s?locationId={west}"), &admin)
+        .await;
+    assert!(!ids(&body).contains(&i9_in));
+    let r = app.get("/v1/i9s?locationIdWithin=West", &admin).await;
+    assert_eq!(r.status(), 400);
+}
