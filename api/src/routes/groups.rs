@@ -24,6 +24,7 @@ use axum::response::Response;
 
 pub const FILTERS: &[FilterSpec] = &[
     filter("name", K::Text("g.name")),
+    filter("parentId", K::Int("g.parent_id")),
     filter("managed", K::Computed),
 ];
 pub const USER_FILTERS: &[FilterSpec] = &[];
@@ -31,11 +32,14 @@ pub const USER_FILTERS: &[FilterSpec] = &[];
 /// Filters of `GET /v1/groups`.
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
-#[allow(dead_code)]
+#[allow(dead_code, non_snake_case)]
 pub struct GroupFilters {
     /// Exact name, case-insensitive.
     #[param(inline)]
     name: Option<crate::list::params::Text>,
+    /// The groups directly below this group (a group record's `children` link).
+    #[param(inline)]
+    parentId: Option<crate::list::params::Int>,
     /// `true`: groups whose employees the caller can see.
     managed: Option<bool>,
     #[param(inline)]
@@ -87,9 +91,11 @@ impl From<GroupSummaryRow> for GroupSummary {
 pub struct GroupRecord {
     pub id: i64,
     pub name: String,
+    /// The group directly above it; `null` for the top of the organization.
+    pub parent_id: Option<i64>,
     /// Number of direct children.
     pub num_child: i64,
-    /// `self` and `users`.
+    /// `self`, `users`, `children` (`/v1/groups?parentId={id}`) and, below the top, `parent`.
     pub links: Vec<Link>,
 }
 
@@ -97,20 +103,27 @@ pub struct GroupRecord {
 struct GroupRow {
     id: i64,
     name: String,
+    parent_id: Option<i64>,
     num_child: i64,
 }
 
 impl From<GroupRow> for GroupRecord {
     fn from(row: GroupRow) -> Self {
         let id = row.id;
+        let mut links = vec![
+            Link::new("self", format!("/v1/groups/{id}")),
+            Link::new("users", format!("/v1/groups/{id}/users")),
+            Link::new("children", format!("/v1/groups?parentId={id}")),
+        ];
+        if let Some(parent) = row.parent_id {
+            links.push(Link::new("parent", format!("/v1/groups/{parent}")));
+        }
         Self {
             id,
             name: row.name,
+            parent_id: row.parent_id,
             num_child: row.num_child,
-            links: vec![
-                Link::new("self", format!("/v1/groups/{id}")),
-                Link::new("users", format!("/v1/groups/{id}/users")),
-            ],
+            links,
         }
     }
 }
@@ -232,7 +245,7 @@ pub async fn get_one(
     let id = id.get()?;
     let row = sqlx::query_as!(
         GroupRow,
-        r#"SELECT g.id, g.name,
+        r#"SELECT g.id, g.name, g.parent_id,
                 (SELECT count(*) FROM groups c WHERE c.parent_id = g.id) AS "num_child!"
          FROM groups g WHERE g.id = $1"#,
         id,

@@ -402,18 +402,41 @@ async fn every_resource_has_the_fields_and_types_of_the_specification() {
         &[
             ("id", T::Int),
             ("name", T::Str),
+            ("parentId", T::OptInt),
             ("numChild", T::Int),
             ("links", T::Links),
         ],
     );
     assert_eq!(group["numChild"], 2, "West and East are direct children");
+    assert_eq!(group["parentId"], serde_json::Value::Null, "the top");
     let rels: Vec<&str> = group["links"]
         .as_array()
         .unwrap()
         .iter()
         .map(|l| l["rel"].as_str().unwrap())
         .collect();
-    assert_eq!(rels, ["self", "users"]);
+    assert_eq!(rels, ["self", "users", "children"]);
+    // The tree walked down through `children`, and up through `parent`.
+    let children = app
+        .get_json(&format!("/v1/groups?parentId={acme}"), &token)
+        .await;
+    let mut names: Vec<&str> = children["searchResult"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    names.sort_unstable();
+    assert_eq!(names, ["East Region", "West Region"]);
+    assert_eq!(children["total"], 2);
+    let west = app.group_id("West Region").await;
+    let region = app.get_json(&format!("/v1/groups/{west}"), &token).await;
+    assert_eq!(region["parentId"], acme);
+    assert!(region["links"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l["rel"] == "parent" && l["href"] == format!("/v1/groups/{acme}")));
     assert_list(
         "group user",
         &app.get_json(&format!("/v1/groups/{acme}/users"), &token)
