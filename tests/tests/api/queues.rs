@@ -53,14 +53,29 @@ async fn i9_status_filters_the_list_and_items_carry_the_status() {
     assert_eq!(item["startDate"], "2026-11-02");
     assert_eq!(item["dateDue"], "2026-11-05");
     assert!(item["employeeId"].is_i64());
-    // The specification's four fields first, then the added ones.
+    assert_eq!(item["i9Expiration"], Value::Null);
+    // Its members: the specification's four and the added ones.
     let keys: Vec<&str> = item
         .as_object()
         .unwrap()
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(keys.len(), 8);
+    // (Sorted: the JSON object here keeps no order; the CSV header shows it.)
+    assert_eq!(
+        keys,
+        [
+            "dateDue",
+            "emailAddress",
+            "employeeId",
+            "firstName",
+            "i9Expiration",
+            "i9Status",
+            "id",
+            "lastName",
+            "startDate"
+        ]
+    );
 
     // Case-insensitive; several separated by commas (any of them).
     assert_eq!(
@@ -414,6 +429,19 @@ async fn the_reverification_queue_leaves_out_terminated_employees() {
     assert_eq!(rows.len(), 4, "a header and 3 rows");
     let got: Vec<i64> = rows[1..].iter().map(|r| r[0].parse().unwrap()).collect();
     assert_eq!(got, [rehired, active, leaving]);
+    // Each item carries the date that puts it in the queue and orders it,
+    // in JSON and in the CSV's last column.
+    let expirations = [day(2), day(5), day(7)];
+    let json: Vec<&str> = body["searchResult"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["i9Expiration"].as_str().unwrap())
+        .collect();
+    assert_eq!(json, expirations);
+    assert_eq!(rows[0].last().unwrap(), "i9Expiration");
+    let csv: Vec<&str> = rows[1..].iter().map(|r| r[8].as_str()).collect();
+    assert_eq!(csv, expirations);
     // The terminated ones' I-9s are still in the collection, outside the queue.
     let all = app
         .get_json("/v1/i9s?i9ExpirationFrom=2000-01-01", &admin)
@@ -553,7 +581,8 @@ async fn csv_exports_the_whole_queue_with_neutralised_formulas_and_masked_number
             "i9Status",
             "dateDue",
             "startDate",
-            "employeeId"
+            "employeeId",
+            "i9Expiration"
         ]
     );
     assert_eq!(rows.len(), 61, "a header and 60 rows");
@@ -732,3 +761,4 @@ async fn every_list_answers_csv_or_json_by_accept_and_406_otherwise() {
     assert_eq!(status, 400);
     assert_eq!(headers["content-type"], "application/problem+json");
 }
+
