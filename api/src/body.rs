@@ -170,6 +170,12 @@ impl Problems {
         self.patch(name, f).map(|d| d.map(|d| d.0))
     }
 
+    /// Whether a problem of `field` is noted already (a value sent but bad:
+    /// not then also `required`).
+    pub fn names(&self, field: &str) -> bool {
+        self.0.iter().any(|e| e.field == field)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -1140,9 +1140,16 @@ pub async fn load_with(
                     .ok_or(sqlx::Error::RowNotFound)?;
                 let period_changed = current.period_id.is_none() || current.period() != *period;
                 if period_changed {
-                    employee::set_period(&mut tx, id, &current, *period, &options.public_base_url)
-                        .await
-                        .map_err(refused)?;
+                    employee::set_period(
+                        &mut tx,
+                        &Actor::default(),
+                        id,
+                        &current,
+                        *period,
+                        &options.public_base_url,
+                    )
+                    .await
+                    .map_err(refused)?;
                 }
                 let outcome = if changed || period_changed {
                     Outcome::Updated

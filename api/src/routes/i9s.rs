@@ -214,6 +214,9 @@ pub struct I9Summary {
     pub start_date: Option<NaiveDate>,
     /// The employee this I-9 belongs to.
     pub employee_id: i64,
+    /// When reverification is due: the date that puts an I-9 in the `reverification` queue
+    /// and orders it (docs/api.md, "Work queues").
+    pub i9_expiration: Option<NaiveDate>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -524,7 +527,8 @@ pub async fn list(
                 from: "FROM i9s i JOIN employees e ON e.id = i.employee_id WHERE TRUE",
                 count_from: None,
                 columns: "i.id, i.first_name, i.last_name, i.email_address,
-                          i.status AS i9_status, i.date_due, i.start_date, i.employee_id",
+                          i.status AS i9_status, i.date_due, i.start_date, i.employee_id,
+                          i.i9_expiration",
                 order: "ORDER BY i.id",
                 restrict: Some(Restrict::Employee(&visibility, "e")),
             },
@@ -657,5 +661,6 @@ impl crate::list::CsvColumns for I9Summary {
         "dateDue",
         "startDate",
         "employeeId",
+        "i9Expiration",
     ];
 }

@@ -8,6 +8,7 @@ use sqlx::{PgConnection, Postgres, QueryBuilder};
 
 use super::{
     audit::{self, Actor, Entry},
+    i9,
     i9_request::I9Request,
     FieldError, WriteError,
 };
@@ -729,9 +730,13 @@ async fn overlap_error(
 /// when the employee is a partner's (docs/partners.md, "Status callbacks"),
 /// whoever makes it: this is the one place the current period is changed.
 /// A `startDate` on or before the previous period's end is refused
-/// ([`period_change_error`]).
+/// ([`period_change_error`]). A changed `startDate` moves the period's open
+/// I-9 with it (its `startDate` and `dateDue`, [`i9::follow_start_date`],
+/// audited as `actor`'s), whoever changes it (docs/api.md, "Periods of
+/// employment").
 pub async fn set_period(
     conn: &mut PgConnection,
+    actor: &Actor,
     id: i64,
     current: &Locked,
     period: Period,
@@ -750,6 +755,9 @@ pub async fn set_period(
             )
             .execute(&mut *conn)
             .await?;
+            if period.start != current.start_date {
+                i9::follow_start_date(conn, actor, id, pid, period.start).await?;
+            }
         }
         None => insert_period(conn, id, period).await.map(|_| ())?,
     }

@@ -87,7 +87,7 @@ pub async fn create(
         new.onboarding_type.as_deref(),
         FORM_VERSION,
         Utc::now(),
-        new.start_date.map(|s| business_days_after(s, 3)),
+        date_due(new.start_date),
         new.start_date,
         &new.first_name,
         &new.last_name,
@@ -118,6 +118,56 @@ pub async fn create(
     };
     events::record_status_change(conn, id, None, public_base_url).await?;
     Ok(id)
+}
+
+/// The Section 2 deadline of an I-9 whose employee starts on `start`: three
+/// business days after it (docs/api.md, "Dates"). The one rule, at the
+/// I-9's creation and when its start date follows the period's
+/// ([`follow_start_date`]).
+pub fn date_due(start: Option<NaiveDate>) -> Option<NaiveDate> {
+    start.map(|s| business_days_after(s, 3))
+}
+
+/// The start date of period of employment `period`, employee `employee`'s
+/// latest, changed to `start`: its open I-9s (before `Completed`) take it,
+/// and the deadline that follows from it ([`date_due`]), each audited as
+/// `i9.start_date` (fields `start_date`, `date_due`). A completed, approved
+/// or parked I-9 keeps its dates: it records what happened (docs/api.md,
+/// "Periods of employment"). Returns the ids of the I-9s changed.
+pub async fn follow_start_date(
+    conn: &mut PgConnection,
+    actor: &Actor,
+    employee: i64,
+    period: i64,
+    start: Option<NaiveDate>,
+) -> Result<Vec<i64>, sqlx::Error> {
+    let open = I9Status::OPEN.map(I9Status::as_str);
+    // An I-9 without a period is of the employee's latest one, as its record
+    // reads it (api/src/routes/i9s.rs).
+    let ids = sqlx::query_scalar!(
+        "UPDATE i9s SET start_date = $3, date_due = $4, updated_at = now()
+         WHERE (employment_period_id = $2 OR (employment_period_id IS NULL AND employee_id = $1))
+           AND status = ANY($5)
+           AND (start_date IS DISTINCT FROM $3 OR date_due IS DISTINCT FROM $4)
+         RETURNING id",
+        employee,
+        period,
+        start,
+        date_due(start),
+        &open[..] as &[&str],
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    for &id in &ids {
+        audit::record(
+            &mut *conn,
+            actor,
+            Entry::new("i9.start_date", "i9", id)
+                .detail(json!({ "fields": ["start_date", "date_due"] })),
+        )
+        .await?;
+    }
+    Ok(ids)
 }
 
 /// What [`create_requested`] did with an I-9 request.

@@ -151,6 +151,49 @@ async fn every_invalid_field_is_named_at_once_and_nothing_is_written() {
     assert_eq!(counts(&app).await, before, "nothing written");
 }
 
+/// HR trial: a create with `"startDate": "2026-02-30"` and a
+/// `terminatedDate` named startDate twice, `invalid_date` and `required`,
+/// although a start date was sent. `required` is for one absent or null
+/// (docs/api.md, "Periods of employment"); a re-hire the same.
+#[tokio::test]
+async fn an_invalid_start_date_is_named_once_not_also_required() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let before = counts(&app).await;
+    let hire = |start: Value| {
+        let mut b = json!({"firstName": "Ana", "lastName": "Diaz", "locationId": 3,
+                           "terminatedDate": "2026-06-30"});
+        if start != json!("absent") {
+            b["startDate"] = start;
+        }
+        b
+    };
+    for (start, code) in [
+        (json!("2026-02-30"), "invalid_date"),
+        (json!(null), "required"),
+        (json!("absent"), "required"),
+    ] {
+        let r = app
+            .post_json("/v1/employees", &token, &hire(start.clone()))
+            .await;
+        let p = problem(r, 422).await;
+        assert_eq!(fields(&p), [("startDate".into(), code.into())], "{start}");
+    }
+    let james = app.employee_id("EMP-1002").await; // terminated 2026-06-30
+    let seattle = app.group_id("Seattle Office").await;
+    let r = app
+        .patch_json(
+            &format!("/v1/employees/{james}"),
+            &token,
+            &json!({"firstName": "James", "lastName": "Chen", "locationId": seattle,
+                    "rehire": "yes", "startDate": "2026-02-30"}),
+        )
+        .await;
+    let p = problem(r, 422).await;
+    assert_eq!(fields(&p), [("startDate".into(), "invalid_date".into())]);
+    assert_eq!(counts(&app).await, before, "nothing written");
+}
+
 #[tokio::test]
 async fn the_i9_choices_are_exact_and_mutually_exclusive() {
     let app = spawn_app().await;

@@ -53,14 +53,29 @@ async fn i9_status_filters_the_list_and_items_carry_the_status() {
     assert_eq!(item["startDate"], "2026-11-02");
     assert_eq!(item["dateDue"], "2026-11-05");
     assert!(item["employeeId"].is_i64());
-    // The specification's four fields first, then the added ones.
+    assert_eq!(item["i9Expiration"], Value::Null);
+    // Its members: the specification's four and the added ones.
     let keys: Vec<&str> = item
         .as_object()
         .unwrap()
         .keys()
         .map(String::as_str)
         .collect();
-    assert_eq!(keys.len(), 8);
+    // (Sorted: the JSON object here keeps no order; the CSV header shows it.)
+    assert_eq!(
+        keys,
+        [
+            "dateDue",
+            "emailAddress",
+            "employeeId",
+            "firstName",
+            "i9Expiration",
+            "i9Status",
+            "id",
+            "lastName",
+            "startDate"
+        ]
+    );
 
     // Case-insensitive; several separated by commas (any of them).
     assert_eq!(
@@ -414,6 +429,19 @@ async fn the_reverification_queue_leaves_out_terminated_employees() {
     assert_eq!(rows.len(), 4, "a header and 3 rows");
     let got: Vec<i64> = rows[1..].iter().map(|r| r[0].parse().unwrap()).collect();
     assert_eq!(got, [rehired, active, leaving]);
+    // Each item carries the date that puts it in the queue and orders it,
+    // in JSON and in the CSV's last column.
+    let expirations = [day(2), day(5), day(7)];
+    let json: Vec<&str> = body["searchResult"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["i9Expiration"].as_str().unwrap())
+        .collect();
+    assert_eq!(json, expirations);
+    assert_eq!(rows[0].last().unwrap(), "i9Expiration");
+    let csv: Vec<&str> = rows[1..].iter().map(|r| r[8].as_str()).collect();
+    assert_eq!(csv, expirations);
     // The terminated ones' I-9s are still in the collection, outside the queue.
     let all = app
         .get_json("/v1/i9s?i9ExpirationFrom=2000-01-01", &admin)
@@ -553,7 +581,8 @@ async fn csv_exports_the_whole_queue_with_neutralised_formulas_and_masked_number
             "i9Status",
             "dateDue",
             "startDate",
-            "employeeId"
+            "employeeId",
+            "i9Expiration"
         ]
     );
     assert_eq!(rows.len(), 61, "a header and 60 rows");
@@ -731,4 +760,166 @@ async fn every_list_answers_csv_or_json_by_accept_and_406_otherwise() {
     let (status, headers, _) = get_as(&app, "/v1/i9s?nope=1", &admin, "text/csv").await;
     assert_eq!(status, 400);
     assert_eq!(headers["content-type"], "application/problem+json");
+}
+
+/// The I-9 of `employee`'s `n`th period (0: the first), in `status`, with
+/// that period's start date.
+async fn i9_of_period(app: &TestApp, employee: i64, n: i64, status: &str) -> i64 {
+    let i9 = app.insert_i9(employee, status).await;
+    sqlx::query(
+        "UPDATE i9s SET employment_period_id = p.id, start_date = p.start_date,
+                        date_due = p.start_date + 3
+         FROM (SELECT id, start_date FROM employment_periods WHERE employee_id = $2
+               ORDER BY id OFFSET $3 LIMIT 1) p
+         WHERE i9s.id = $1",
+    )
+    .bind(i9)
+    .bind(employee)
+    .bind(n)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    i9
+}
+
+/// The I-9's `startDate` and `dateDue`, as `GET /v1/i9s/{id}` shows them.
+async fn i9_dates(app: &TestApp, token: &str, i9: i64) -> (String, String) {
+    let r = app.get_json(&format!("/v1/i9s/{i9}"), token).await;
+    let s = |k: &str| r[k].as_str().unwrap_or("null").to_owned();
+    (s("startDate"), s("dateDue"))
+}
+
+/// HR trial: a PATCH of the employee's startDate left its open I-9 with the
+/// old startDate and dateDue, so the work queues missed it. A change of the
+/// current period's start moves the open I-9 (before `Completed`) with it,
+/// `dateDue` by the rule of the I-9's creation, audited as `i9.start_date`
+/// in the I-9's history; a completed or approved I-9, of this period or an
+/// earlier one, keeps its dates (docs/api.md, "Periods of employment").
+#[tokio::test]
+async fn a_start_date_change_moves_the_open_i9_and_the_queues_follow() {
+    use i9_common::domain::calendar::business_days_after;
+    use serde_json::json;
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let seattle = app.group_id("Seattle Office").await;
+    let total = |q: String| {
+        let app = &app;
+        let admin = admin.clone();
+        async move {
+            app.get_json(&format!("/v1/i9s?{q}"), &admin).await["total"]
+                .as_i64()
+                .unwrap()
+        }
+    };
+    let patch = |id: i64, extra: Value| {
+        let app = &app;
+        let admin = admin.clone();
+        async move {
+            let mut b = json!({"firstName": "Maria", "lastName": "Queue", "locationId": seattle});
+            b.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            let r = app
+                .patch_json(&format!("/v1/employees/{id}"), &admin, &b)
+                .await;
+            assert_eq!(r.status(), 200, "{}", r.text().await.unwrap());
+        }
+    };
+    let moved = |i9: i64| {
+        app.count(
+            "SELECT count(*) FROM audit_log WHERE action = 'i9.start_date' AND resource_type = 'i9'
+               AND resource_id = $1::TEXT",
+            i9,
+        )
+    };
+    let due = |offset: i64| business_days_after(day(offset).parse().unwrap(), 3).to_string();
+
+    // Section 1 not signed, starting in five days: not overdue yet.
+    let maria = app
+        .insert_employee("Maria", "Queue", "Seattle Office", None)
+        .await;
+    patch(maria, json!({"startDate": day(5)})).await;
+    let open = i9_of_period(&app, maria, 0, "Section 1 Incomplete").await;
+    let overdue = || total("queue=overdue".into());
+    assert_eq!(overdue().await, 0);
+
+    // A fixed date first, to see the rule: Thursday 2030-01-03 -> Tuesday 2030-01-08.
+    patch(maria, json!({"startDate": "2030-01-03"})).await;
+    assert_eq!(
+        i9_dates(&app, &admin, open).await,
+        ("2030-01-03".into(), "2030-01-08".into())
+    );
+    // The start moved three days back: Section 1 is overdue.
+    patch(maria, json!({"startDate": day(-3)})).await;
+    assert_eq!(i9_dates(&app, &admin, open).await, (day(-3), due(-3)));
+    assert_eq!(
+        ids(&app.get_json("/v1/i9s?queue=overdue", &admin).await),
+        [open]
+    );
+    assert_eq!(moved(open).await, 2);
+    // The I-9's history shows it: who, and the two fields.
+    let history = app
+        .get_json(&format!("/v1/i9s/{open}/history"), &admin)
+        .await;
+    let entries: Vec<&Value> = history["searchResult"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"] == "i9.start_date")
+        .collect();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[0]["fields"], json!(["startDate", "dateDue"]));
+    assert_eq!(entries[0]["actor"]["login"], "admin");
+    // A PATCH that keeps the start date changes nothing of the I-9.
+    patch(maria, json!({"startDate": day(-3), "jobTitle": "Picker"})).await;
+    assert_eq!(moved(open).await, 2);
+
+    // Section 1 signed, Section 2 was due long ago (an I-9 without a period
+    // is of the latest one): overdue, and due by today.
+    let luis = app
+        .insert_employee("Luis", "Queue", "Seattle Office", None)
+        .await;
+    let signed = app.insert_i9(luis, "Signed Sec 1").await;
+    let due_by_today = || total(format!("queue=section2-due&dateDueTo={}", day(0)));
+    assert_eq!((overdue().await, due_by_today().await), (2, 1));
+    // Started later than recorded: Section 2 is due in the future.
+    patch(luis, json!({"startDate": day(7)})).await;
+    assert_eq!(i9_dates(&app, &admin, signed).await, (day(7), due(7)));
+    assert_eq!((overdue().await, due_by_today().await), (1, 0));
+    assert_eq!(total("queue=section2-due".into()).await, 1);
+
+    // Once completed, the I-9 records what happened: its dates stay.
+    sqlx::query("UPDATE i9s SET status = 'Completed' WHERE id = $1")
+        .bind(open)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    patch(maria, json!({"startDate": day(-2)})).await;
+    assert_eq!(i9_dates(&app, &admin, open).await, (day(-3), due(-3)));
+    assert_eq!(moved(open).await, 2);
+
+    // A re-hire: the approved I-9 of the ended period keeps its dates when
+    // the new period's start moves; the new period's open I-9 follows.
+    let ana = app
+        .insert_employee("Ana", "Queue", "Seattle Office", None)
+        .await;
+    patch(
+        ana,
+        json!({"startDate": day(-400), "terminatedDate": day(-100)}),
+    )
+    .await;
+    let approved = i9_of_period(&app, ana, 0, "Approved").await;
+    let before = i9_dates(&app, &admin, approved).await;
+    patch(ana, json!({"rehire": "yes", "startDate": day(10)})).await;
+    let rehired = i9_of_period(&app, ana, 1, "Section 1 Incomplete").await;
+    patch(ana, json!({"startDate": day(-1)})).await;
+    assert_eq!(i9_dates(&app, &admin, rehired).await, (day(-1), due(-1)));
+    assert_eq!(i9_dates(&app, &admin, approved).await, before);
+    assert_eq!(moved(approved).await, 0);
+    assert_eq!(moved(rehired).await, 1);
+    assert_eq!(
+        ids(&app.get_json("/v1/i9s?queue=overdue", &admin).await),
+        [rehired],
+        "Maria's is completed, Luis's not due yet, Ana's new one overdue"
+    );
 }

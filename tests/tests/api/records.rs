@@ -363,6 +363,7 @@ async fn every_resource_has_the_fields_and_types_of_the_specification() {
             ("dateDue", T::OptStr),
             ("startDate", T::OptStr),
             ("employeeId", T::Int),
+            ("i9Expiration", T::Date),
         ],
     );
     let record = app.get_json(&format!("/v1/i9s/{i9}"), &token).await;

@@ -406,7 +406,11 @@ impl EmployeeCreate {
         let mut p = Problems::default();
         let change = self.read(&mut p);
         // A period that ends has begun (docs/api.md, "Periods of employment").
-        if change.terminated_date.flatten().is_some() && change.start_date.flatten().is_none() {
+        // A startDate sent but invalid has its own error, not this one too.
+        if change.terminated_date.flatten().is_some()
+            && change.start_date.flatten().is_none()
+            && !p.names("startDate")
+        {
             p.push("startDate", Invalid::new("required", START_OF_TERMINATED));
         }
         p.finish(change)
@@ -526,7 +530,7 @@ impl EmployeeUpdate {
         let mut p = Problems::default();
         let mut change = self.fields.read(&mut p);
         change.rehire = p.optional("rehire", self.rehire).is_some();
-        if change.rehire && change.start_date.flatten().is_none() {
+        if change.rehire && change.start_date.flatten().is_none() && !p.names("startDate") {
             p.push(
                 "startDate",
                 Invalid::new("required", "A re-hire needs the new startDate."),
@@ -812,6 +816,38 @@ mod tests {
                 json!({"firstName": "A", "lastName": "B", "locationId": 1, "startDate": "2026-05-02", "terminatedDate": "05/01/2026"})
             )),
             [("terminatedDate".into(), "before_start")]
+        );
+    }
+
+    /// `required` is for a startDate absent or null: one sent but invalid
+    /// has its `invalid_date` alone.
+    #[test]
+    fn an_invalid_start_date_is_not_also_required() {
+        let both = |body| {
+            let mut c = codes(create(body));
+            c.retain(|(f, _)| f == "startDate");
+            c
+        };
+        assert_eq!(
+            both(json!({"firstName": "A", "lastName": "B", "locationId": 1,
+                        "startDate": "2026-02-30", "terminatedDate": "2026-06-30"})),
+            [("startDate".into(), "invalid_date")]
+        );
+        for start in [json!(null), json!("absent")] {
+            let mut body = json!({"firstName": "A", "lastName": "B", "locationId": 1,
+                                  "terminatedDate": "2026-06-30"});
+            if start.is_null() {
+                body["startDate"] = start;
+            }
+            assert_eq!(both(body), [("startDate".into(), "required")]);
+        }
+        let update: EmployeeUpdate =
+            serde_json::from_value(json!({"firstName": "A", "lastName": "B",
+            "locationId": 1, "rehire": "yes", "startDate": "2026-02-30"}))
+            .unwrap();
+        assert_eq!(
+            codes(update.check()),
+            [("startDate".into(), "invalid_date")]
         );
     }
 

@@ -338,7 +338,7 @@ pub async fn update(
         || change.start_date.is_some()
         || change.terminated_date.is_some()
     {
-        employee::set_period(&mut tx, id, &current, period, base).await?;
+        employee::set_period(&mut tx, &caller.actor(), id, &current, period, base).await?;
     }
     let link = match change.i9 {
         Some(wish) if i9_allowed => {
