@@ -515,6 +515,16 @@ pub async fn sign_section1(
     s: &Section1,
     public_base_url: &str,
 ) -> Result<(), WriteError> {
+    // The employee first, then the I-9: the order of an employee write that
+    // moves its open I-9 (a new start date), so that the two never wait on
+    // each other (signing also fills the employee record).
+    sqlx::query!(
+        "SELECT e.id FROM employees e JOIN i9s i ON i.employee_id = e.id WHERE i.id = $1
+         FOR UPDATE OF e",
+        id,
+    )
+    .fetch_optional(&mut *conn)
+    .await?;
     let (current, next) = begin(conn, id, Step::SignSection1).await?;
     // Signed through the link: that very link, not one re-issued since the
     // page was read (docs/api.md, "A new Section 1 link"); the signed-in
