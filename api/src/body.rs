@@ -12,7 +12,7 @@ use axum::{
     http::{header, HeaderMap},
     response::{IntoResponse, Response},
 };
-use i9_common::domain::{fields::CalendarDate, Field, Invalid, Required};
+use i9_common::domain::{Field, Invalid, Required};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use utoipa::{
@@ -162,12 +162,14 @@ impl Problems {
         f.optional().map_err(|e| self.push(name, e)).ok().flatten()
     }
 
-    pub fn date(
+    /// A date field (`CalendarDate`, or one of its narrower kinds such
+    /// as a date of birth).
+    pub fn date<D: Into<chrono::NaiveDate>>(
         &mut self,
         name: &str,
-        f: Field<CalendarDate>,
+        f: Field<D>,
     ) -> Option<Option<chrono::NaiveDate>> {
-        self.patch(name, f).map(|d| d.map(|d| d.0))
+        self.patch(name, f).map(|d| d.map(Into::into))
     }
 
     /// Whether a problem of `field` is noted already (a value sent but bad:

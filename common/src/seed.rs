@@ -26,7 +26,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 use crate::{
     crypto::{hash_password, verify_password, DataCipher, Purpose},
     domain::{
-        fields::{CalendarDate, Email, PersonName, Text},
+        fields::{BirthDate, CalendarDate, Email, PersonName, Text},
         parse_date, password, FromJson, Invalid, Language, Permission, Scopes, Ssn,
     },
     models::{
@@ -523,7 +523,14 @@ fn employee_fields(e: &Employee, at: &str, errors: &mut Vec<String>) -> (Employe
             e.social_security_number.as_deref(),
             |v| Ssn::from_json(&serde_json::Value::from(v)),
         ),
-        date_of_birth: Some(date(errors, at, "dateOfBirth", e.date_of_birth.as_deref())),
+        // Not in the future, as the API's (docs/api.md, "Writing employees").
+        date_of_birth: Some(
+            read(errors, at, "dateOfBirth", e.date_of_birth.as_deref(), |v| {
+                BirthDate::from_json(&serde_json::Value::from(v))
+            })
+            .flatten()
+            .map(|d| d.0),
+        ),
         profile_id: read(errors, at, "profileId", Some(&e.profile_id), Text::parse),
         other_name: read(
             errors,

@@ -21,7 +21,10 @@ use axum::{
 use chrono::{NaiveDate, Utc};
 use i9_common::{
     crypto::token_hash,
-    domain::{parse_date, Attestation, I9Status, Ssn, SsnError, Step},
+    domain::{
+        attested, parse_birth_date, parse_date, Attestation, BirthDateError, I9Status, Ssn,
+        SsnError, Step,
+    },
     models::{
         i9::{self as lifecycle, Section1},
         Actor, WriteError,
@@ -56,7 +59,9 @@ struct Text {
     apt: &'static str,
     city: &'static str,
     state: &'static str,
+    state_hint: &'static str,
     zip: &'static str,
+    zip_hint: &'static str,
     dob: &'static str,
     ssn: &'static str,
     ssn_hint: &'static str,
@@ -68,8 +73,11 @@ struct Text {
     resident: &'static str,
     alien: &'static str,
     a_number: &'static str,
+    a_number_hint: &'static str,
     expires: &'static str,
+    expires_hint: &'static str,
     admission: &'static str,
+    admission_hint: &'static str,
     passport: &'static str,
     country: &'static str,
     signature: &'static str,
@@ -91,6 +99,12 @@ struct Text {
     choose_one: &'static str,
     check_box: &'static str,
     bad_date: &'static str,
+    future_birth: &'static str,
+    early_birth: &'static str,
+    bad_state: &'static str,
+    bad_zip: &'static str,
+    bad_a_number: &'static str,
+    bad_admission: &'static str,
     bad_ssn: &'static str,
     never_issued_ssn: &'static str,
     sign_mismatch: &'static str,
@@ -114,7 +128,9 @@ const EN: Text = Text {
     apt: "Apartment number",
     city: "City or town *",
     state: "State *",
+    state_hint: "The two-letter abbreviation, e.g. CA.",
     zip: "ZIP code *",
+    zip_hint: "5 digits, e.g. 97201, or ZIP+4, e.g. 97201-1234.",
     dob: "Date of birth (YYYY-MM-DD or MM/DD/YYYY) *",
     ssn: "U.S. Social Security number",
     ssn_hint: "###-##-####. Leave blank to keep the number your employer has on file.",
@@ -126,8 +142,11 @@ const EN: Text = Text {
     resident: "A lawful permanent resident",
     alien: "A noncitizen (other than above) authorized to work",
     a_number: "USCIS A-Number",
-    expires: "Work authorization expires (date), if it does",
+    a_number_hint: "7 to 9 digits, e.g. A123456789.",
+    expires: "Work authorization expiration date",
+    expires_hint: "YYYY-MM-DD or MM/DD/YYYY. Type N/A if it does not expire.",
     admission: "Form I-94 admission number",
+    admission_hint: "11 digits and letters.",
     passport: "Foreign passport number",
     country: "Country of issuance",
     signature: "Signature: type your first and last name *",
@@ -146,12 +165,18 @@ const EN: Text = Text {
     choose_one: "Check one of the four boxes.",
     check_box: "Check the box to confirm you are aware of it.",
     bad_date: "Enter a real date, YYYY-MM-DD or MM/DD/YYYY.",
+    future_birth: "Enter your date of birth; it cannot be in the future.",
+    early_birth: "Enter your date of birth; it cannot be before 1900.",
+    bad_state: "Enter the two-letter state abbreviation, e.g. CA.",
+    bad_zip: "Enter the ZIP code as 5 digits, or as ZIP+4: 12345-6789.",
+    bad_a_number: "Enter the A-Number as 7 to 9 digits, e.g. A123456789.",
+    bad_admission: "Enter the 11 digits and letters of the I-94 admission number.",
     bad_ssn: "Enter the number as ###-##-####.",
     never_issued_ssn: "This is not a number the Social Security Administration issues; check it on your card.",
     sign_mismatch: "Type your first and last name exactly as entered above.",
     need_a_number: "A lawful permanent resident gives the USCIS A-Number.",
     need_alien_doc: "Give an A-Number, a Form I-94 admission number, or a foreign passport number with its country.",
-    need_expiry: "Give the expiration date of your work authorization, or check that it does not expire.",
+    need_expiry: "Give the expiration date of your work authorization, or type N/A if it does not expire.",
     expired: "This date is in the past.",
     too_long: "This is too long.",
     unreadable: "This holds characters that cannot be used; type it again.",
@@ -169,7 +194,9 @@ const ES: Text = Text {
     apt: "Número de apartamento",
     city: "Ciudad o pueblo *",
     state: "Estado *",
+    state_hint: "La abreviatura de dos letras, p. ej., CA.",
     zip: "Código postal *",
+    zip_hint: "5 dígitos, p. ej., 97201, o ZIP+4, p. ej., 97201-1234.",
     dob: "Fecha de nacimiento (AAAA-MM-DD o MM/DD/AAAA) *",
     ssn: "Número de Seguro Social de EE. UU.",
     ssn_hint: "###-##-####. Déjelo en blanco para conservar el número que su empleador tiene.",
@@ -181,8 +208,11 @@ const ES: Text = Text {
     resident: "Residente permanente legal",
     alien: "Extranjero (distinto de los anteriores) autorizado a trabajar",
     a_number: "Número A de USCIS",
-    expires: "Vencimiento de la autorización de empleo (fecha), si vence",
+    a_number_hint: "De 7 a 9 dígitos, p. ej., A123456789.",
+    expires: "Fecha de vencimiento de la autorización de empleo",
+    expires_hint: "AAAA-MM-DD o MM/DD/AAAA. Escriba N/A si no vence.",
     admission: "Número de admisión del Formulario I-94",
+    admission_hint: "11 dígitos y letras.",
     passport: "Número de pasaporte extranjero",
     country: "País de emisión",
     signature: "Firma: escriba su nombre y apellido *",
@@ -201,12 +231,18 @@ const ES: Text = Text {
     choose_one: "Marque una de las cuatro casillas.",
     check_box: "Marque la casilla para confirmar que lo entiende.",
     bad_date: "Escriba una fecha válida, AAAA-MM-DD o MM/DD/AAAA.",
+    future_birth: "Escriba su fecha de nacimiento; no puede ser una fecha futura.",
+    early_birth: "Escriba su fecha de nacimiento; no puede ser anterior a 1900.",
+    bad_state: "Escriba la abreviatura de dos letras del estado, p. ej., CA.",
+    bad_zip: "Escriba el código postal con 5 dígitos, o como ZIP+4: 12345-6789.",
+    bad_a_number: "Escriba el número A con 7 a 9 dígitos, p. ej., A123456789.",
+    bad_admission: "Escriba los 11 dígitos y letras del número de admisión del I-94.",
     bad_ssn: "Escriba el número como ###-##-####.",
     never_issued_ssn: "La Administración del Seguro Social no emite este número; compruébelo en su tarjeta.",
     sign_mismatch: "Escriba su nombre y apellido tal como arriba.",
     need_a_number: "Un residente permanente legal indica el número A de USCIS.",
     need_alien_doc: "Indique un número A, un número de admisión del I-94, o un pasaporte extranjero con su país.",
-    need_expiry: "Indique la fecha de vencimiento de su autorización, o marque que no vence.",
+    need_expiry: "Indique la fecha de vencimiento de su autorización de empleo, o escriba N/A si no vence.",
     expired: "Esta fecha ya pasó.",
     too_long: "Es demasiado largo.",
     unreadable: "Contiene caracteres que no se pueden usar; escríbalo de nuevo.",
@@ -334,7 +370,7 @@ impl SignForm {
             ("emailAddress", 80, &mut self.email_address),
             ("phoneNumber", 20, &mut self.phone_number),
             ("attestation", 30, &mut self.attestation),
-            ("alienNumber", 12, &mut self.alien_number),
+            ("alienNumber", 15, &mut self.alien_number),
             (
                 "workAuthorizationExpiration",
                 10,
@@ -595,8 +631,15 @@ impl<'a> FormPage<'a> {
             ),
             text("addressApartment", t.apt, &f.address_apartment),
             required("addressCity", t.city, &f.address_city, "address-level2"),
-            required("addressState", t.state, &f.address_state, "address-level1"),
-            required("addressZip", t.zip, &f.address_zip, "postal-code"),
+            Input {
+                maxlength: Some(2),
+                hint: Some(t.state_hint),
+                ..required("addressState", t.state, &f.address_state, "address-level1")
+            },
+            Input {
+                hint: Some(t.zip_hint),
+                ..required("addressZip", t.zip, &f.address_zip, "postal-code")
+            },
             required("dateOfBirth", t.dob, &f.date_of_birth, "bday"),
             Input {
                 autocomplete: Some("off"),
@@ -632,13 +675,22 @@ impl<'a> FormPage<'a> {
             })
             .collect();
         let documents = vec![
-            text("alienNumber", t.a_number, &f.alien_number),
-            text(
-                "workAuthorizationExpiration",
-                t.expires,
-                &f.work_authorization_expiration,
-            ),
-            text("admissionNumber", t.admission, &f.admission_number),
+            Input {
+                hint: Some(t.a_number_hint),
+                ..text("alienNumber", t.a_number, &f.alien_number)
+            },
+            Input {
+                hint: Some(t.expires_hint),
+                ..text(
+                    "workAuthorizationExpiration",
+                    t.expires,
+                    &f.work_authorization_expiration,
+                )
+            },
+            Input {
+                hint: Some(t.admission_hint),
+                ..text("admissionNumber", t.admission, &f.admission_number)
+            },
             text(
                 "foreignPassportNumber",
                 t.passport,
@@ -745,6 +797,18 @@ fn opt(v: &str) -> Option<&str> {
     (!v.is_empty()).then_some(v)
 }
 
+/// The document numbers an I-9 keeps: those of its attestation only
+/// (docs/api.md, "Web pages for employees"). A citizen or noncitizen
+/// national keeps none, a lawful permanent resident the A-Number, a
+/// noncitizen authorized to work what was given.
+#[derive(Default)]
+struct Documents {
+    alien_number: Option<String>,
+    admission_number: Option<String>,
+    foreign_passport_number: Option<String>,
+    foreign_passport_country: Option<String>,
+}
+
 /// `POST /i9/section1/{token}`.
 pub async fn sign(
     State(state): State<AppState>,
@@ -834,15 +898,43 @@ pub(crate) async fn sign_form(
             errors.push((name, t.required));
         }
     }
+    let today = Utc::now().date_naive();
+    // Not in the future, nor before 1900 (docs/api.md, "Web pages for employees").
     let dob = match f.date_of_birth.as_str() {
         "" => None,
-        s => match parse_date(s) {
+        s => match parse_birth_date(s, today) {
             Ok(d) => Some(d),
-            Err(_) => {
-                errors.push(("dateOfBirth", t.bad_date));
+            Err(e) => {
+                let message = match e {
+                    BirthDateError::NotADate => t.bad_date,
+                    BirthDateError::TooEarly => t.early_birth,
+                    BirthDateError::Future => t.future_birth,
+                };
+                errors.push(("dateOfBirth", message));
                 None
             }
         },
+    };
+    // The state and ZIP code as USCIS asks them, the state stored upper-case.
+    let us_state = match f.address_state.as_str() {
+        "" => None,
+        s => {
+            let code = attested::parse_us_state(s);
+            if code.is_none() {
+                errors.push(("addressState", t.bad_state));
+            }
+            code
+        }
+    };
+    let zip = match f.address_zip.as_str() {
+        "" => None,
+        s => {
+            let zip = attested::parse_zip(s);
+            if zip.is_none() {
+                errors.push(("addressZip", t.bad_zip));
+            }
+            zip
+        }
     };
     let ssn = match f.social_security_number.as_str() {
         "" => None,
@@ -858,8 +950,19 @@ pub(crate) async fn sign_form(
             }
         },
     };
-    let today = Utc::now().date_naive();
     let mut expires = None;
+    // The documents the attestation uses, read; the others are not kept.
+    let mut documents = Documents::default();
+    let a_number = |errors: &mut Vec<_>| match f.alien_number.as_str() {
+        "" => None,
+        s => {
+            let n = attested::parse_a_number(s);
+            if n.is_none() {
+                errors.push(("alienNumber", t.bad_a_number));
+            }
+            n
+        }
+    };
     let attestation = Attestation::parse(&f.attestation);
     match attestation {
         Some(Attestation::Citizen | Attestation::NoncitizenNational) => {}
@@ -867,10 +970,26 @@ pub(crate) async fn sign_form(
             if f.alien_number.is_empty() {
                 errors.push(("alienNumber", t.need_a_number));
             }
+            documents.alien_number = a_number(&mut errors);
         }
         Some(Attestation::AlienAuthorizedToWork) => {
+            documents.alien_number = a_number(&mut errors);
+            documents.admission_number = match f.admission_number.as_str() {
+                "" => None,
+                s => {
+                    let n = attested::parse_admission_number(s);
+                    if n.is_none() {
+                        errors.push(("admissionNumber", t.bad_admission));
+                    }
+                    n
+                }
+            };
+            documents.foreign_passport_number = opt(&f.foreign_passport_number).map(str::to_owned);
+            documents.foreign_passport_country =
+                opt(&f.foreign_passport_country).map(str::to_owned);
             match f.work_authorization_expiration.as_str() {
-                "" | "N/A" | "n/a" => {}
+                "" => {}
+                s if s.eq_ignore_ascii_case("N/A") => {}
                 s => match parse_date(s) {
                     Ok(d) if d < today => errors.push(("workAuthorizationExpiration", t.expired)),
                     Ok(d) => expires = Some(d),
@@ -902,8 +1021,13 @@ pub(crate) async fn sign_form(
     } else if normal(&f.signature) != normal(&format!("{} {}", f.first_name, f.last_name)) {
         errors.push(("signature", t.sign_mismatch));
     }
-    // Both are among the checks above: with no error, both are here.
-    let (true, Some(date_of_birth), Some(attestation)) = (errors.is_empty(), dob, attestation)
+    // One error per field, the first found (a value too long is not also
+    // told its format).
+    let mut seen = std::collections::HashSet::new();
+    errors.retain(|(field, _)| seen.insert(*field));
+    // All are among the checks above: with no error, all are here.
+    let (true, Some(date_of_birth), Some(attestation), Some(us_state), Some(zip)) =
+        (errors.is_empty(), dob, attestation, us_state, zip)
     else {
         return Ok(form_page(
             StatusCode::UNPROCESSABLE_ENTITY,
@@ -925,18 +1049,18 @@ pub(crate) async fn sign_form(
         address_street: f.address_street.clone(),
         address_apartment: opt(&f.address_apartment),
         address_city: f.address_city.clone(),
-        address_state: f.address_state.clone(),
-        address_zip: f.address_zip.clone(),
+        address_state: us_state.to_owned(),
+        address_zip: zip,
         date_of_birth,
         ssn,
         email_address: opt(&f.email_address),
         phone_number: opt(&f.phone_number),
         attestation,
         work_authorization_expiration: expires,
-        alien_number: opt(&f.alien_number),
-        admission_number: opt(&f.admission_number),
-        foreign_passport_number: opt(&f.foreign_passport_number),
-        foreign_passport_country: opt(&f.foreign_passport_country),
+        alien_number: documents.alien_number,
+        admission_number: documents.admission_number,
+        foreign_passport_number: documents.foreign_passport_number,
+        foreign_passport_country: documents.foreign_passport_country,
     };
     let mut tx = state.pool.begin().await?;
     match lifecycle::sign_section1(

@@ -19,6 +19,47 @@ pub const FIRST_YEAR: i32 = 1900;
 pub const LAST_YEAR: i32 = 2099;
 
 pub fn parse_date(input: &str) -> Result<NaiveDate, DateParseError> {
+    let date = parse_any_year(input)?;
+    match (FIRST_YEAR..=LAST_YEAR).contains(&chrono::Datelike::year(&date)) {
+        true => Ok(date),
+        false => Err(DateParseError),
+    }
+}
+
+/// Why a date of birth is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BirthDateError {
+    /// Not a date [`parse_date`] reads, nor one of before [`FIRST_YEAR`].
+    NotADate,
+    /// Before 1 January [`FIRST_YEAR`].
+    TooEarly,
+    /// After `today` (the year 2100 and later included).
+    Future,
+}
+
+/// What a date of birth in the future is told (`invalid_value`), once.
+pub const BIRTH_DATE_RULE: &str = "A date of birth cannot be in the future.";
+
+/// A date of birth: a date [`parse_date`] reads that is not after `today`
+/// (docs/api.md, "Dates and formats").
+pub fn parse_birth_date(input: &str, today: NaiveDate) -> Result<NaiveDate, BirthDateError> {
+    let date = parse_any_year(input).map_err(|_| BirthDateError::NotADate)?;
+    check_birth_date(date, today)
+}
+
+/// Whether `date`, read as a date, may be a date of birth when it is `today`.
+pub fn check_birth_date(date: NaiveDate, today: NaiveDate) -> Result<NaiveDate, BirthDateError> {
+    if chrono::Datelike::year(&date) < FIRST_YEAR {
+        Err(BirthDateError::TooEarly)
+    } else if date > today {
+        Err(BirthDateError::Future)
+    } else {
+        Ok(date)
+    }
+}
+
+/// `YYYY-MM-DD` or `MM/DD/YYYY` of a day that exists, whatever its year.
+fn parse_any_year(input: &str) -> Result<NaiveDate, DateParseError> {
     let s = input.trim();
     let ok_shape = |pattern: &[u8]| {
         s.len() == pattern.len()
@@ -34,10 +75,7 @@ pub fn parse_date(input: &str) -> Result<NaiveDate, DateParseError> {
     } else {
         return Err(DateParseError);
     };
-    match (FIRST_YEAR..=LAST_YEAR).contains(&chrono::Datelike::year(&date)) {
-        true => Ok(date),
-        false => Err(DateParseError),
-    }
+    Ok(date)
 }
 
 pub fn format_date(d: NaiveDate) -> String {
@@ -80,6 +118,27 @@ mod tests {
             "12/31/9999",
         ] {
             assert!(parse_date(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_date_of_birth_is_not_in_the_future_nor_before_1900() {
+        let today = NaiveDate::from_ymd_opt(2026, 11, 24).unwrap();
+        let d = |y, m, day| NaiveDate::from_ymd_opt(y, m, day).unwrap();
+        assert_eq!(parse_birth_date("1990-03-14", today), Ok(d(1990, 3, 14)));
+        assert_eq!(parse_birth_date("11/24/2026", today), Ok(today));
+        assert_eq!(parse_birth_date("1900-01-01", today), Ok(d(1900, 1, 1)));
+        use BirthDateError::*;
+        for (typed, why) in [
+            ("2026-11-25", Future),
+            ("2030-01-01", Future),
+            ("2100-01-01", Future),
+            ("1899-12-31", TooEarly),
+            ("0001-01-01", TooEarly),
+            ("1990-02-30", NotADate),
+            ("", NotADate),
+        ] {
+            assert_eq!(parse_birth_date(typed, today), Err(why), "{typed}");
         }
     }
 

@@ -16,7 +16,7 @@ use utoipa::{
     PartialSchema,
 };
 
-use super::{parse_date, Ssn, SsnError, DATE_RULE};
+use super::{check_birth_date, parse_date, Ssn, SsnError, BIRTH_DATE_RULE, DATE_RULE};
 
 /// Why a value did not parse: a stable code and a message for the client.
 /// Never the value itself (it may be a social security number).
@@ -350,6 +350,43 @@ impl PartialSchema for CalendarDate {
     }
 }
 
+impl From<CalendarDate> for NaiveDate {
+    fn from(d: CalendarDate) -> Self {
+        d.0
+    }
+}
+
+/// A date of birth: a [`CalendarDate`] not after today (UTC). One in the
+/// future is `invalid_value` (docs/api.md, "Writing employees").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct BirthDate(pub NaiveDate);
+
+impl FromJson for BirthDate {
+    fn from_json(value: &Value) -> Result<Self, Invalid> {
+        let CalendarDate(d) = CalendarDate::from_json(value)?;
+        check_birth_date(d, chrono::Utc::now().date_naive())
+            .map(BirthDate)
+            .map_err(|_| Invalid::new("invalid_value", BIRTH_DATE_RULE))
+    }
+}
+
+impl From<BirthDate> for NaiveDate {
+    fn from(d: BirthDate) -> Self {
+        d.0
+    }
+}
+
+impl PartialSchema for BirthDate {
+    fn schema() -> RefOr<Schema> {
+        string_schema()
+            .description(Some(
+                "`YYYY-MM-DD` or `MM/DD/YYYY`, not after today (UTC): a date in the future is `invalid_value`",
+            ))
+            .pattern(Some(date_pattern()))
+            .into()
+    }
+}
+
 /// A date [`parse_date`] reads, as a regular expression: `YYYY-MM-DD` or
 /// `MM/DD/YYYY` of a day that exists (29 February in leap years only), in
 /// the years 1900 to 2099,
@@ -637,6 +674,7 @@ impl<T: utoipa::ToSchema> utoipa::ToSchema for Required<T> {}
 impl<const MAX: usize> utoipa::ToSchema for Text<MAX> {}
 impl<const MAX: usize> utoipa::ToSchema for Email<MAX> {}
 impl utoipa::ToSchema for CalendarDate {}
+impl utoipa::ToSchema for BirthDate {}
 impl utoipa::ToSchema for Id {}
 impl utoipa::ToSchema for Ssn {}
 impl utoipa::ToSchema for Language {}

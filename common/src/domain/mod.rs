@@ -1,6 +1,7 @@
 //! Domain types, built only by parsing at the boundary.
 
 mod attestation;
+pub mod attested;
 pub mod calendar;
 mod date;
 pub mod fields;
@@ -11,7 +12,10 @@ mod ssn;
 mod status;
 mod text_enum;
 
-pub use date::{format_date, format_timestamp, parse_date, DateParseError, DATE_RULE};
+pub use date::{
+    check_birth_date, format_date, format_timestamp, parse_birth_date, parse_date, BirthDateError,
+    DateParseError, BIRTH_DATE_RULE, DATE_RULE,
+};
 pub use fields::{Field, FromJson, I9Choice, Invalid, Language, OnboardingType, Required};
 pub use permission::{Permission, Scope, Scopes};
 pub use section1::{DifferenceReason, Section1Difference, Section1Field};

@@ -1531,3 +1531,75 @@ async fn messages_say_what_is_wrong_once_and_never_the_value() {
     assert_eq!(error_of(&p, "createRemotehireI9").0, "invalid_value");
     assert_eq!(counts(&app).await, before, "nothing written");
 }
+
+/// The HR trial: `"dateOfBirth": "2030-01-01"` was a 201. A date of birth
+/// after today (UTC) is `invalid_value` on POST, PATCH and the partner
+/// operation, and nothing is written; today is a date of birth.
+#[tokio::test]
+async fn a_date_of_birth_in_the_future_is_refused_everywhere() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let partner = app
+        .sign_in_with(("greenhouse-ats", "ats-secret-change-me"), ATS_BOT, None)
+        .await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let today = chrono::Utc::now().date_naive();
+    let tomorrow = (today + chrono::Days::new(1))
+        .format("%m/%d/%Y")
+        .to_string();
+    let before = counts(&app).await;
+    let refused = async |r: reqwest::Response| {
+        let p = problem(r, 422).await;
+        assert_eq!(
+            fields(&p),
+            [("dateOfBirth".to_owned(), "invalid_value".to_owned())]
+        );
+        assert_eq!(
+            p["errors"][0]["message"],
+            "A date of birth cannot be in the future."
+        );
+    };
+    for dob in ["2030-01-01", tomorrow.as_str()] {
+        let mut body = ana();
+        body["dateOfBirth"] = json!(dob);
+        refused(app.post_json("/v1/employees", &admin, &body).await).await;
+        let partner_body = json!({"integrationCandidateId": "cand-dob", "onboardingType": "remote",
+                                  "firstName": "Ana", "lastName": "Diaz", "emailAddress": "ana.diaz@mail.example",
+                                  "startDate": "2026-12-01", "locationId": 3, "dateOfBirth": dob,
+                                  "employeeReturnUrl": "https://ats.example/candidates/1"});
+        refused(
+            app.post_json("/v1/partners/i9s/section1", &partner, &partner_body)
+                .await,
+        )
+        .await;
+    }
+    assert_eq!(counts(&app).await, before, "nothing written");
+    // Before 1900 stays an `invalid_date`, as any date outside 1900 to 2099.
+    let mut body = ana();
+    body["dateOfBirth"] = json!("1899-12-31");
+    let p = problem(app.post_json("/v1/employees", &admin, &body).await, 422).await;
+    assert_eq!(
+        fields(&p),
+        [("dateOfBirth".to_owned(), "invalid_date".to_owned())]
+    );
+
+    // Today is accepted; a PATCH to the future is refused and changes nothing.
+    let mut body = ana();
+    body["dateOfBirth"] = json!(today.to_string());
+    let r = app.post_json("/v1/employees", &admin, &body).await;
+    assert_eq!(r.status(), 201);
+    let created: Value = r.json().await.unwrap();
+    let id = created["id"].as_i64().unwrap();
+    assert_eq!(created["dateOfBirth"], today.to_string());
+    let patch = json!({"firstName": "Ana", "lastName": "Diaz", "locationId": 3,
+                       "dateOfBirth": "2030-01-01"});
+    refused(
+        app.patch_json(&format!("/v1/employees/{id}"), &admin, &patch)
+            .await,
+    )
+    .await;
+    let after = app.get_json(&format!("/v1/employees/{id}"), &admin).await;
+    assert_eq!(after["dateOfBirth"], today.to_string());
+}

@@ -903,3 +903,312 @@ async fn an_ssn_taken_while_the_employee_signs_is_not_copied_either() {
         vec![(Some(holder.to_string()), Some("race-1".to_owned()))]
     );
 }
+
+/// The error beside `field` on a page, if any.
+fn error_beside(html: &str, field: &str) -> Option<String> {
+    regex::Regex::new(&format!(
+        r#"<p class="error" id="{field}-error">([^<]*)</p>"#
+    ))
+    .unwrap()
+    .captures(html)
+    .map(|c| c[1].to_owned())
+}
+
+/// `form` with `changes` made (a field set, or added).
+fn with(
+    mut form: Vec<(&'static str, String)>,
+    changes: &[(&'static str, &str)],
+) -> Vec<(&'static str, String)> {
+    for &(field, value) in changes {
+        match form.iter_mut().find(|(k, _)| *k == field) {
+            Some(f) => f.1 = value.to_owned(),
+            None => form.push((field, value.to_owned())),
+        }
+    }
+    form
+}
+
+fn good_form_owned() -> Vec<(&'static str, String)> {
+    good_form()
+        .into_iter()
+        .map(|(k, v)| (k, v.to_owned()))
+        .collect()
+}
+
+/// The HR trial: a date of birth in the future, a ZIP code of four digits,
+/// a state that is no state and an A-Number of five digits were signed and
+/// copied to the employee record. Each is now refused beside its field, in
+/// English and in Spanish, and nothing is signed.
+#[tokio::test]
+async fn impossible_values_are_refused_beside_their_fields() {
+    let app = i9_tests::spawn_stack().await;
+    let admin = app.token(i9_tests::ADMIN).await;
+    let (id, i9, link) = hr_hire(&app, &admin, json!({})).await;
+    let tomorrow = (chrono::Utc::now().date_naive() + chrono::Days::new(1)).to_string();
+    let alien = [
+        ("attestation", "alien authorized to work"),
+        ("workAuthorizationExpiration", "N/A"),
+    ];
+    // The fields changed, the field in error, its English and Spanish messages.
+    type Case<'a> = (
+        Vec<(&'static str, &'a str)>,
+        &'static str,
+        &'static str,
+        &'static str,
+    );
+    let cases: Vec<Case> = vec![
+        (
+            vec![("dateOfBirth", "2030-01-01")],
+            "dateOfBirth",
+            "Enter your date of birth; it cannot be in the future.",
+            "Escriba su fecha de nacimiento; no puede ser una fecha futura.",
+        ),
+        (
+            vec![("dateOfBirth", &tomorrow)],
+            "dateOfBirth",
+            "Enter your date of birth; it cannot be in the future.",
+            "Escriba su fecha de nacimiento; no puede ser una fecha futura.",
+        ),
+        (
+            vec![("dateOfBirth", "12/31/1899")],
+            "dateOfBirth",
+            "Enter your date of birth; it cannot be before 1900.",
+            "Escriba su fecha de nacimiento; no puede ser anterior a 1900.",
+        ),
+        (
+            vec![("addressZip", "9720")],
+            "addressZip",
+            "Enter the ZIP code as 5 digits, or as ZIP+4: 12345-6789.",
+            "Escriba el código postal con 5 dígitos, o como ZIP+4: 12345-6789.",
+        ),
+        (
+            vec![("addressZip", "97201-12")],
+            "addressZip",
+            "Enter the ZIP code as 5 digits, or as ZIP+4: 12345-6789.",
+            "Escriba el código postal con 5 dígitos, o como ZIP+4: 12345-6789.",
+        ),
+        (
+            vec![("addressState", "Oregon")],
+            "addressState",
+            "Enter the two-letter state abbreviation, e.g. CA.",
+            "Escriba la abreviatura de dos letras del estado, p. ej., CA.",
+        ),
+        (
+            vec![("addressState", "XX")],
+            "addressState",
+            "Enter the two-letter state abbreviation, e.g. CA.",
+            "Escriba la abreviatura de dos letras del estado, p. ej., CA.",
+        ),
+        (
+            vec![
+                ("attestation", "permanent resident"),
+                ("alienNumber", "A12345"),
+            ],
+            "alienNumber",
+            "Enter the A-Number as 7 to 9 digits, e.g. A123456789.",
+            "Escriba el número A con 7 a 9 dígitos, p. ej., A123456789.",
+        ),
+        (
+            [&alien[..], &[("admissionNumber", "1234567890")]].concat(),
+            "admissionNumber",
+            "Enter the 11 digits and letters of the I-94 admission number.",
+            "Escriba los 11 dígitos y letras del número de admisión del I-94.",
+        ),
+        (
+            [&alien[..], &[("admissionNumber", "1234567890!")]].concat(),
+            "admissionNumber",
+            "Enter the 11 digits and letters of the I-94 admission number.",
+            "Escriba los 11 dígitos y letras del número de admisión del I-94.",
+        ),
+    ];
+    for (changes, field, en, es) in &cases {
+        for (lang, message) in [("en", en), ("es", es)] {
+            let form = with(good_form_owned(), changes);
+            let r = app
+                .http
+                .post(format!("{link}?lang={lang}"))
+                .form(&form)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 422, "{changes:?}");
+            let html = r.text().await.unwrap();
+            assert_eq!(
+                error_beside(&html, field).as_deref(),
+                Some(*message),
+                "{lang} {changes:?}"
+            );
+            let entries = summary(&html);
+            assert_eq!(entries.len(), 1, "{lang} {changes:?}: {entries:?}");
+            assert_eq!(entries[0].0, *field);
+        }
+    }
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM i9s WHERE employee_id = $1 AND status = 'Section 1 Incomplete'",
+            id
+        )
+        .await,
+        1,
+        "nothing signed"
+    );
+    // The hints say what is asked.
+    let page = app
+        .http
+        .get(&link)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(
+            r#"<p class="hint" id="addressState-hint">The two-letter abbreviation, e.g. CA.</p>"#
+        ),
+        "{page}"
+    );
+    assert!(page
+        .contains(r#"id="addressZip-hint">5 digits, e.g. 97201, or ZIP+4, e.g. 97201-1234.</p>"#));
+    assert!(page.contains(r#"id="workAuthorizationExpiration-hint">YYYY-MM-DD or MM/DD/YYYY. Type N/A if it does not expire.</p>"#));
+
+    // A state in any letter case is stored upper-case; ZIP+4 and a date of
+    // birth of today are accepted, and copied to the employee record.
+    let today = chrono::Utc::now().date_naive().to_string();
+    let form = with(
+        good_form_owned(),
+        &[
+            ("addressState", "or"),
+            ("addressZip", "97201-1234"),
+            ("dateOfBirth", &today),
+        ],
+    );
+    let r = app.http.post(&link).form(&form).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let record = app.get_json(&format!("/v1/i9s/{i9}"), &admin).await;
+    assert_eq!(
+        (
+            &record["addressState"],
+            &record["addressZip"],
+            &record["dateOfBirth"]
+        ),
+        (&json!("OR"), &json!("97201-1234"), &json!(today))
+    );
+    let employee = app.get_json(&format!("/v1/employees/{id}"), &admin).await;
+    assert_eq!(
+        (&employee["addressState"], &employee["addressZip"]),
+        (&json!("OR"), &json!("97201-1234"))
+    );
+}
+
+/// The HR trial: a citizen's I-9 kept the A-Number typed on the form. An
+/// I-9 keeps the numbers of its attestation only: a citizen or noncitizen
+/// national none, a lawful permanent resident the A-Number (normalised), a
+/// noncitizen authorized to work what was given.
+#[tokio::test]
+async fn an_i9_keeps_only_the_numbers_of_its_attestation() {
+    let app = i9_tests::spawn_stack().await;
+    let admin = app.token(i9_tests::ADMIN).await;
+    let typed = [
+        ("alienNumber", "a-123-456-78"),
+        ("workAuthorizationExpiration", "2031-01-31"),
+        ("admissionNumber", "123456789a1"),
+        ("foreignPassportNumber", "X1234567"),
+        ("foreignPassportCountry", "Mexico"),
+    ];
+    let null = Value::Null;
+    for (attestation, kept) in [
+        ("citizen", [&null, &null, &null, &null, &null]),
+        ("noncitizen national", [&null, &null, &null, &null, &null]),
+        (
+            "permanent resident",
+            [&json!("A012345678"), &null, &null, &null, &null],
+        ),
+        (
+            "alien authorized to work",
+            [
+                &json!("A012345678"),
+                &json!("2031-01-31"),
+                &json!("123456789A1"),
+                &json!("X1234567"),
+                &json!("Mexico"),
+            ],
+        ),
+    ] {
+        let (_, i9, link) = hr_hire(&app, &admin, json!({})).await;
+        let form = with(
+            with(good_form_owned(), &typed),
+            &[("attestation", attestation)],
+        );
+        let r = app.http.post(&link).form(&form).send().await.unwrap();
+        assert_eq!(
+            r.status(),
+            200,
+            "{attestation}: {}",
+            r.text().await.unwrap()
+        );
+        let record = app.get_json(&format!("/v1/i9s/{i9}"), &admin).await;
+        assert_eq!(record["attestation"], attestation);
+        let expiry: Option<chrono::NaiveDate> =
+            sqlx::query_scalar("SELECT work_authorization_expiration FROM i9s WHERE id = $1")
+                .bind(i9)
+                .fetch_one(app.pool())
+                .await
+                .unwrap();
+        let expiry = expiry.map_or(Value::Null, |d| json!(d.to_string()));
+        assert_eq!(
+            [
+                &record["alienNumber"],
+                &expiry,
+                &record["admissionNumber"],
+                &record["foreignPassportNumber"],
+                &record["foreignPassportCountry"],
+            ],
+            kept,
+            "{attestation}"
+        );
+    }
+}
+
+/// The expiry of a noncitizen's work authorization: the message says to
+/// type N/A when it does not expire (there is no box to check), in either
+/// case of letters, and N/A stores no date.
+#[tokio::test]
+async fn a_work_authorization_that_does_not_expire_is_typed_n_a() {
+    let app = i9_tests::spawn_stack().await;
+    let admin = app.token(i9_tests::ADMIN).await;
+    let (_, i9, link) = hr_hire(&app, &admin, json!({})).await;
+    let alien = with(
+        good_form_owned(),
+        &[
+            ("attestation", "alien authorized to work"),
+            ("admissionNumber", "12345678901"),
+        ],
+    );
+    for (lang, message) in [
+        ("en", "Give the expiration date of your work authorization, or type N/A if it does not expire."),
+        ("es", "Indique la fecha de vencimiento de su autorización de empleo, o escriba N/A si no vence."),
+    ] {
+        let r = app.http.post(format!("{link}?lang={lang}")).form(&alien).send().await.unwrap();
+        assert_eq!(r.status(), 422);
+        let html = r.text().await.unwrap();
+        assert_eq!(error_beside(&html, "workAuthorizationExpiration").as_deref(), Some(message));
+    }
+    let r = app
+        .http
+        .post(&link)
+        .form(&with(alien, &[("workAuthorizationExpiration", "n/A")]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let record = app.get_json(&format!("/v1/i9s/{i9}"), &admin).await;
+    assert_eq!(record["admissionNumber"], "12345678901");
+    let expiry: Option<chrono::NaiveDate> =
+        sqlx::query_scalar("SELECT work_authorization_expiration FROM i9s WHERE id = $1")
+            .bind(i9)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(expiry, None);
+}

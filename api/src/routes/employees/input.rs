@@ -11,8 +11,8 @@ use i9_common::{
     destination::{self, UrlProblem},
     domain::{
         fields::{
-            CalendarDate, CandidateId, City, Country, Custom, EmployeeEmail, Extension, Id,
-            JobTitle, MiddleName, NotificationEmail, OtherName, PersonName, Phone, ProfileId,
+            BirthDate, CalendarDate, CandidateId, City, Country, Custom, EmployeeEmail, Extension,
+            Id, JobTitle, MiddleName, NotificationEmail, OtherName, PersonName, Phone, ProfileId,
             ReturnUrl, State, Street, Yes, Zip,
         },
         Field, I9Choice, Invalid, Language, OnboardingType, Required, Ssn,
@@ -107,7 +107,7 @@ pub struct EmployeeCreate {
     pub social_security_number: Field<Ssn>,
     #[serde(default)]
     #[schema(inline)]
-    pub date_of_birth: Field<CalendarDate>,
+    pub date_of_birth: Field<BirthDate>,
     /// The start of the current period of employment.
     #[serde(default)]
     #[schema(inline)]
@@ -342,7 +342,7 @@ pub struct PartnerHire {
     pub social_security_number: Field<Ssn>,
     #[serde(default)]
     #[schema(inline)]
-    pub date_of_birth: Field<CalendarDate>,
+    pub date_of_birth: Field<BirthDate>,
     #[serde(default)]
     #[schema(inline)]
     pub profile_id: Field<ProfileId>,
