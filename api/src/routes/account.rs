@@ -37,7 +37,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::{
-    pages::{render, unreadable_form},
+    pages::{render, unreadable_form, Message},
     section1::{self, chosen, Holder, Lang, LangQuery, SignForm},
 };
 use crate::{
@@ -153,6 +153,29 @@ fn see_other(path: &str, lang: Lang, cookie: Option<HeaderValue>) -> Response {
     r
 }
 
+/// A form of the employee's page that is not waiting for them (`404`).
+pub(crate) fn not_waiting(lang: Lang) -> Response {
+    let t = text(lang);
+    let page = Message {
+        lang: lang.code(),
+        title: t.home,
+        text: t.not_waiting,
+    };
+    render(StatusCode::NOT_FOUND, &page, None)
+}
+
+/// A form posted without its session's token (`400`): from another site,
+/// or from a page of an earlier sign-in.
+pub(crate) fn stale_form(lang: Lang) -> Response {
+    let t = text(lang);
+    let page = Message {
+        lang: lang.code(),
+        title: t.stale_title,
+        text: t.stale,
+    };
+    render(StatusCode::BAD_REQUEST, &page, None)
+}
+
 /// `303` to the employee's page, in `lang`.
 pub(crate) fn to_home(lang: Lang) -> Response {
     see_other("/account", lang, None)
@@ -180,6 +203,9 @@ struct Text {
     signed_on: &'static str,
     sign_out: &'static str,
     other_lang: &'static str,
+    not_waiting: &'static str,
+    stale_title: &'static str,
+    stale: &'static str,
 }
 
 const EN: Text = Text {
@@ -203,6 +229,9 @@ const EN: Text = Text {
     signed_on: "Section 1 of your Form I-9, signed on",
     sign_out: "Sign out",
     other_lang: "Ver en español",
+    not_waiting: "This form is not waiting for you: it is signed already, or it is not one of yours. Your forms are listed at /account.",
+    stale_title: "The form could not be accepted",
+    stale: "This form belongs to an earlier sign-in. Go back to your forms at /account, open it again and send it.",
 };
 
 const ES: Text = Text {
@@ -226,6 +255,9 @@ const ES: Text = Text {
     signed_on: "Sección 1 de su Formulario I-9, firmada el",
     sign_out: "Cerrar sesión",
     other_lang: "View in English",
+    not_waiting: "Este formulario no le espera: ya está firmado o no es suyo. Sus formularios están en /account.",
+    stale_title: "No se pudo aceptar el formulario",
+    stale: "Este formulario pertenece a un inicio de sesión anterior. Vuelva a sus formularios en /account, ábralo de nuevo y envíelo.",
 };
 
 /// The throttled sign-in's message: how many seconds to wait.
@@ -501,7 +533,7 @@ pub async fn sign_out(
     };
     match form {
         Ok(PageForm(f)) if session.csrf_matches(&f.csrf) => {}
-        Ok(_) => return Ok(unreadable_form(Unreadable::Malformed, lang.code())),
+        Ok(_) => return Ok(stale_form(lang)),
         Err(why) => return Ok(unreadable_form(why, lang.code())),
     }
     sqlx::query!(

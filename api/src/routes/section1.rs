@@ -505,6 +505,17 @@ pub(crate) fn chosen(q: &Result<Query<LangQuery>, QueryRejection>, default: Lang
     }
 }
 
+/// The page of a form that does not work: the link's, or on the employee's
+/// page, a form not waiting for them (signed, or not theirs).
+fn gone(holder: &Holder<'_>, q: &Result<Query<LangQuery>, QueryRejection>) -> Response {
+    match holder {
+        Holder::Link(_) => invalid(),
+        Holder::Account { session, .. } => {
+            super::account::not_waiting(chosen(q, Lang::of_preference(session.language_preference)))
+        }
+    }
+}
+
 fn invalid() -> Response {
     super::pages::invalid_link()
 }
@@ -759,7 +770,7 @@ pub(crate) async fn show_form(
     q: &Result<Query<LangQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Some(link) = find(state, &holder).await? else {
-        return Ok(invalid());
+        return Ok(gone(&holder, q));
     };
     let lang = chosen(q, link.lang);
     if link.i9.is_none() {
@@ -776,7 +787,7 @@ pub(crate) async fn show_form(
         return Ok(response);
     }
     if !link.signable() {
-        return Ok(invalid());
+        return Ok(gone(&holder, q));
     }
     let csrf = match &holder {
         Holder::Account { session, .. } => Some(session.csrf()),
@@ -833,12 +844,12 @@ pub(crate) async fn sign_form(
     form: Result<PageForm<SignForm>, Unreadable>,
 ) -> Result<Response, ApiError> {
     let Some(link) = find(state, &holder).await? else {
-        return Ok(invalid());
+        return Ok(gone(&holder, q));
     };
     let lang = chosen(q, link.lang);
     let t = lang.text();
     let Some(i9) = link.i9.filter(|_| link.signable()) else {
-        return Ok(invalid());
+        return Ok(gone(&holder, q));
     };
     let mut f = match form {
         Ok(PageForm(f)) => f,
@@ -858,7 +869,7 @@ pub(crate) async fn sign_form(
         ),
         Holder::Account { session, .. } => {
             if !session.csrf_matches(&f.csrf) {
-                return Ok(unreadable_form(Unreadable::Malformed, lang.code()));
+                return Ok(super::account::stale_form(lang));
             }
             (
                 Actor {
@@ -1081,7 +1092,7 @@ pub(crate) async fn sign_form(
         // Signed or used a moment ago by another submission, or the link
         // replaced meanwhile: nothing written.
         Err(WriteError::IllegalStep(_) | WriteError::Conflict(_) | WriteError::NotFound) => {
-            return Ok(invalid())
+            return Ok(gone(&holder, q))
         }
         Err(e) => return Err(e.into()),
     }

@@ -287,7 +287,13 @@ async fn an_employee_reaches_only_their_own_i9s() {
     assert!(html.contains(&format!("/account/i9s/{own}/section1")));
     assert!(!html.contains(&format!("/account/i9s/{other}/")));
     let path = format!("/account/i9s/{other}/section1");
-    assert_eq!(get(&app, &path, &cookie).await.status(), 404);
+    let not_theirs = get(&app, &path, &cookie).await;
+    assert_eq!(not_theirs.status(), 404);
+    assert!(not_theirs
+        .text()
+        .await
+        .unwrap()
+        .contains("This form is not waiting for you"));
     let own_form = get(&app, &format!("/account/i9s/{own}/section1"), &cookie)
         .await
         .text()
