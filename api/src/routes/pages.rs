@@ -70,18 +70,6 @@ pub(crate) struct Message {
     pub text: &'static str,
 }
 
-fn message(status: StatusCode, title: &'static str, text: &'static str) -> Response {
-    render(
-        status,
-        &Message {
-            lang: "en",
-            title,
-            text,
-        },
-        None,
-    )
-}
-
 /// A set-password token that is known, unused and unexpired: its user's login.
 /// The user a set-password link is for: id, login, and what a password must
 /// not lean on (login, names, email).
@@ -185,11 +173,25 @@ fn weakness(w: &Weakness, lang: Lang) -> String {
 }
 
 pub(crate) fn invalid_link() -> Response {
-    message(
-        StatusCode::NOT_FOUND,
-        "This link does not work",
-        "The link is wrong, was already used, or has expired. Ask your employer for a new one.",
-    )
+    invalid_link_in(Lang::En)
+}
+
+/// The page of a link that does not work, in `lang` (the `?lang=` of a
+/// link whose employee is unknown).
+pub(crate) fn invalid_link_in(lang: Lang) -> Response {
+    let page = match lang {
+        Lang::En => Message {
+            lang: "en",
+            title: "This link does not work",
+            text: "The link is wrong, was already used, or has expired. Ask your employer for a new one.",
+        },
+        Lang::Es => Message {
+            lang: "es",
+            title: "Este enlace no funciona",
+            text: "El enlace es incorrecto, ya se usó o venció. Pida uno nuevo a su empleador.",
+        },
+    };
+    render(StatusCode::NOT_FOUND, &page, None)
 }
 
 /// A page's form that could not be read ([`crate::page_form`]), in `lang`
@@ -300,7 +302,7 @@ pub async fn set_password_form(
                 None,
             ))
         }
-        None => Ok(invalid_link()),
+        None => Ok(invalid_link_in(chosen(&q, Lang::En))),
     }
 }
 
@@ -321,7 +323,7 @@ pub async fn set_password(
         language_preference,
     }) = password_token(&state, &token).await?
     else {
-        return Ok(invalid_link());
+        return Ok(invalid_link_in(chosen(&q, Lang::En)));
     };
     let lang = chosen(&q, Lang::of_preference(language_preference));
     let t = password_text(lang);

@@ -509,7 +509,7 @@ pub(crate) fn chosen(q: &Result<Query<LangQuery>, QueryRejection>, default: Lang
 /// page, a form not waiting for them (signed, or not theirs).
 fn gone(holder: &Holder<'_>, q: &Result<Query<LangQuery>, QueryRejection>) -> Response {
     match holder {
-        Holder::Link(_) => invalid(),
+        Holder::Link(_) => super::pages::invalid_link_in(chosen(q, Lang::En)),
         Holder::Account { session, .. } => {
             super::account::not_waiting(chosen(q, Lang::of_preference(session.language_preference)))
         }

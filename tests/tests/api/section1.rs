@@ -1212,3 +1212,30 @@ async fn a_work_authorization_that_does_not_expire_is_typed_n_a() {
             .unwrap();
     assert_eq!(expiry, None);
 }
+
+#[tokio::test]
+async fn a_link_that_does_not_work_says_so_in_the_language_asked() {
+    let app = spawn(Stack::default(), |_| {}).await;
+    for (path, lang, words) in [
+        (
+            "/i9/section1/s1_nope?lang=es",
+            "es",
+            "Este enlace no funciona",
+        ),
+        (
+            "/account/set-password/pw_nope?lang=es",
+            "es",
+            "Este enlace no funciona",
+        ),
+        ("/i9/section1/s1_nope", "en", "This link does not work"),
+    ] {
+        let r = app.http.get(app.url(path)).send().await.unwrap();
+        assert_eq!(r.status(), 404, "{path}");
+        let html = r.text().await.unwrap();
+        assert!(
+            html.contains(&format!(r#"<html lang="{lang}">"#)),
+            "{path}: {html}"
+        );
+        assert!(html.contains(words), "{path}: {html}");
+    }
+}
