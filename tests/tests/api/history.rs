@@ -508,7 +508,7 @@ async fn periods_and_histories_answer_csv_as_every_list() {
     // The re-hire's update (its response showed the number: an ssn.read too).
     let rehire = rows[1..]
         .iter()
-        .find(|r| r[3] == "'-2.3" && r[1] == "employee.update")
+        .find(|r| r[3] == "'-2.3" && r[1] == "employee.rehire")
         .unwrap();
     let actor: Value = serde_json::from_str(&rehire[2]).unwrap();
     assert_eq!(actor["login"], "admin", "an object as its JSON text");
@@ -911,4 +911,42 @@ async fn a_regions_i9_queue_is_one_query() {
     assert!(!ids(&body).contains(&i9_in));
     let r = app.get("/v1/i9s?locationIdWithin=West", &admin).await;
     assert_eq!(r.status(), 400);
+}
+
+#[tokio::test]
+async fn a_termination_and_a_re_hire_are_named_in_the_history() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let maria = app.employee_id("EMP-1001").await;
+    let group: i64 = app
+        .count("SELECT location_id FROM employees WHERE id = $1", maria)
+        .await;
+    let path = format!("/v1/employees/{maria}");
+    let names = json!({"firstName": "Maria", "lastName": "Lopez", "locationId": group});
+    let mut body = names.clone();
+    body["terminatedDate"] = json!("2026-12-31");
+    assert_eq!(app.patch_json(&path, &admin, &body).await.status(), 200);
+    // Changing the date of a termination is an update.
+    body["terminatedDate"] = json!("2027-01-15");
+    assert_eq!(app.patch_json(&path, &admin, &body).await.status(), 200);
+    let mut body = names.clone();
+    body["rehire"] = json!("yes");
+    body["startDate"] = json!("2027-03-01");
+    assert_eq!(app.patch_json(&path, &admin, &body).await.status(), 200);
+    let history = app
+        .get_json(&format!("/v1/employees/{maria}/history"), &admin)
+        .await;
+    let actions: Vec<&str> = history["searchResult"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .filter(|a| a.starts_with("employee."))
+        .collect();
+    // Newest first.
+    assert_eq!(
+        actions,
+        ["employee.rehire", "employee.update", "employee.terminate"],
+        "{history}"
+    );
 }

@@ -360,14 +360,16 @@ pub async fn update(
         current.login_id,
     )
     .await?;
-    employee::audit(
-        &mut tx,
-        &caller.actor(),
-        "employee.update",
-        id,
-        change.audit_detail(),
-    )
-    .await?;
+    // A termination or a re-hire is named as such in the record's history
+    // (docs/api.md, "History of a record").
+    let action = if change.rehire {
+        "employee.rehire"
+    } else if matches!(change.terminated_date, Some(Some(_))) && !current.is_terminated() {
+        "employee.terminate"
+    } else {
+        "employee.update"
+    };
+    employee::audit(&mut tx, &caller.actor(), action, id, change.audit_detail()).await?;
 
     let mut rec = fetch(&mut tx, &state, &caller, &visibility, id)
         .await?
