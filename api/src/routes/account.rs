@@ -38,7 +38,7 @@ use sha2::{Digest, Sha256};
 
 use super::{
     pages::{render, unreadable_form, Message},
-    section1::{self, chosen, Holder, Lang, LangQuery, SignForm},
+    section1::{self, asked, chosen, Holder, Lang, LangQuery, SignForm},
 };
 use crate::{
     client_address::ClientAddress,
@@ -140,9 +140,13 @@ fn set_cookie(state: &AppState, secret: Option<&str>) -> HeaderValue {
     HeaderValue::from_str(&c.build().to_string()).unwrap_or(HeaderValue::from_static(""))
 }
 
-/// `303` to `path` in `lang`, with `cookie` set when given.
-fn see_other(path: &str, lang: Lang, cookie: Option<HeaderValue>) -> Response {
-    let location = format!("{path}?lang={}", lang.code());
+/// `303` to `path` in `lang` (without `?lang=`: the employee's own
+/// language), with `cookie` set when given.
+fn see_other(path: &str, lang: impl Into<Option<Lang>>, cookie: Option<HeaderValue>) -> Response {
+    let location = match lang.into() {
+        Some(lang) => format!("{path}?lang={}", lang.code()),
+        None => path.to_owned(),
+    };
     let mut r = StatusCode::SEE_OTHER.into_response();
     if let Ok(v) = HeaderValue::from_str(&location) {
         r.headers_mut().insert(header::LOCATION, v);
@@ -283,6 +287,9 @@ fn text(lang: Lang) -> &'static Text {
 #[template(path = "sign_in.html")]
 struct SignInPage<'a> {
     lang: &'static str,
+    /// `?lang=…` when the page was asked for in a language, so that the
+    /// form keeps it; empty otherwise.
+    keep_lang: &'static str,
     other: &'static str,
     title: &'static str,
     t: &'static Text,
@@ -294,9 +301,15 @@ struct SignInPage<'a> {
 }
 
 impl<'a> SignInPage<'a> {
-    fn new(lang: Lang, login: &'a str) -> Self {
+    fn new(q: &Result<Query<LangQuery>, QueryRejection>, login: &'a str) -> Self {
+        let lang = chosen(q, Lang::En);
         Self {
             lang: lang.code(),
+            keep_lang: match asked(q) {
+                Some(Lang::En) => "?lang=en",
+                Some(Lang::Es) => "?lang=es",
+                None => "",
+            },
             other: lang.other().code(),
             title: text(lang).sign_in,
             t: text(lang),
@@ -325,8 +338,7 @@ pub async fn sign_in_form(
     if let Some(session) = Session::of(&state, &headers).await? {
         return Ok(to_home(session.lang(&q)));
     }
-    let lang = chosen(&q, Lang::En);
-    Ok(render(StatusCode::OK, &SignInPage::new(lang, ""), None))
+    Ok(render(StatusCode::OK, &SignInPage::new(&q, ""), None))
 }
 
 /// `POST /account/sign-in`.
@@ -343,7 +355,7 @@ pub async fn sign_in(
         Err(why) => return Ok(unreadable_form(why, lang.code())),
     };
     let login = login.trim();
-    let mut page = SignInPage::new(lang, login);
+    let mut page = SignInPage::new(&q, login);
     if login.is_empty() || crate::text::check(login).is_err() {
         page.login_error = Some(t.required);
     }
@@ -422,9 +434,10 @@ pub async fn sign_in(
         page.alert = Some(t.not_employee.to_owned());
         return Ok(render(StatusCode::FORBIDDEN, &page, None));
     }
+    // In the language asked for on the sign-in page, else the employee's.
     Ok(see_other(
         "/account",
-        lang,
+        asked(&q),
         Some(set_cookie(&state, Some(&secret))),
     ))
 }

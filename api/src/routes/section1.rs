@@ -498,10 +498,15 @@ async fn find(state: &AppState, holder: &Holder<'_>) -> Result<Option<Link>, Api
 
 /// The language asked for with `?lang=`; a query that cannot be read asks for none.
 pub(crate) fn chosen(q: &Result<Query<LangQuery>, QueryRejection>, default: Lang) -> Lang {
+    asked(q).unwrap_or(default)
+}
+
+/// The language `?lang=` asks for, if it asks for one.
+pub(crate) fn asked(q: &Result<Query<LangQuery>, QueryRejection>) -> Option<Lang> {
     match q.as_ref().ok().and_then(|q| q.lang.as_deref()) {
-        Some("es") => Lang::Es,
-        Some("en") => Lang::En,
-        _ => default,
+        Some("es") => Some(Lang::Es),
+        Some("en") => Some(Lang::En),
+        _ => None,
     }
 }
 

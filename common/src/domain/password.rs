@@ -66,26 +66,30 @@ pub fn check(password: &str, personal: &[&str]) -> Result<(), Weakness> {
     Err(Weakness::Guessable(advice))
 }
 
-/// What a password must still be once the person's own words are taken
-/// out of it: zxcvbn credits `liamlogin12345` for its length although it is
-/// the person's name, login and a sequence. Their words are the names and
-/// the login's (and email's) part before `@`, split at anything that is not
-/// a letter or digit, of three characters or more; what remains must have
-/// [`MIN_REST`] characters and pass the same estimate.
+/// What a password must still be once the person's own words, and the
+/// common Spanish ones zxcvbn's English lists lack, are taken out of it:
+/// zxcvbn credits `liamlogin12345` or `contraseña123` for their length
+/// although they are the person's name and login, or "password", and a
+/// sequence. The person's words are the parts of the names, login and email
+/// split at anything that is not a letter or digit, of three characters or
+/// more; they are found in any case and in look-alike digits (`L1amL0g1n`).
+/// What remains must have [`MIN_REST`] characters and pass the same
+/// estimate.
 fn without_personal(password: &str, personal: &[&str]) -> Result<(), Weakness> {
     let mut words: Vec<String> = personal
         .iter()
-        .map(|p| p.split('@').next().unwrap_or_default())
         .flat_map(|p| p.split(|c: char| !c.is_alphanumeric()))
         .filter(|w| w.chars().count() >= 3)
         .map(str::to_lowercase)
+        .chain(COMMON_SPANISH.iter().map(|w| (*w).to_owned()))
         .collect();
-    words.sort_by_key(|w| std::cmp::Reverse(w.len()));
-    let mut rest = password.to_lowercase();
+    words.sort_by_key(|w| std::cmp::Reverse(w.chars().count()));
+    let plain = unleet(&password.to_lowercase());
+    let mut rest = plain.clone();
     for w in &words {
         rest = rest.replace(w.as_str(), "");
     }
-    if rest == password.to_lowercase() {
+    if rest == plain {
         return Ok(());
     }
     if rest.trim().chars().count() >= MIN_REST && zxcvbn(&rest, personal).score() >= MIN_SCORE {
@@ -98,6 +102,51 @@ fn without_personal(password: &str, personal: &[&str]) -> Result<(), Weakness> {
 
 /// What a password must hold besides the person's own words.
 const MIN_REST: usize = 8;
+
+/// Words of common Spanish passwords (the employee pages are also in
+/// Spanish), lower-case.
+const COMMON_SPANISH: &[&str] = &[
+    "contraseña",
+    "contrasena",
+    "clave",
+    "secreto",
+    "teamo",
+    "tequiero",
+    "amor",
+    "hola",
+    "bienvenido",
+    "princesa",
+    "mariposa",
+    "corazon",
+    "corazón",
+    "futbol",
+    "fútbol",
+    "estrella",
+    "españa",
+    "espana",
+    "mexico",
+    "méxico",
+    "usuario",
+    "cambiar",
+    "acceso",
+    "entrar",
+];
+
+/// `s` with the digits and signs that stand for letters read as those
+/// letters (`l1am` as `liam`, `p@ss` as `pass`).
+fn unleet(s: &str) -> String {
+    s.chars()
+        .map(|c| match c {
+            '0' => 'o',
+            '1' | '!' => 'i',
+            '3' => 'e',
+            '4' | '@' => 'a',
+            '5' | '$' => 's',
+            '7' => 't',
+            c => c,
+        })
+        .collect()
+}
 
 #[cfg(test)]
 mod tests {
@@ -128,6 +177,11 @@ mod tests {
             "LiamLogin2026!",
             "login.liam.1990",
             "luciaacceso2026",
+            "mail.example.liam",
+            "liam@mail.example",
+            "L1amL0g1n2026",
+            "contraseña123",
+            "micontraseña12",
         ] {
             let who = if p.starts_with("lucia") {
                 [

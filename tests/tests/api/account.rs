@@ -184,7 +184,7 @@ async fn an_employee_signs_in_completes_section_1_and_signs_out() {
     // Any letter case of the login, as the token endpoint takes it.
     let ok = sign_in(&app, &email.to_uppercase(), PASSWORD).await;
     assert_eq!(ok.status(), 303);
-    assert_eq!(location(&ok), "/account?lang=en");
+    assert_eq!(location(&ok), "/account", "in the employee's own language");
     let cookie = session_cookie(&ok);
     assert_eq!(sessions(&app).await, 1);
     let stored: Vec<u8> = sqlx::query_scalar("SELECT token_hash FROM account_sessions")
