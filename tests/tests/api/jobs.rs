@@ -821,6 +821,10 @@ async fn emails_name_the_employer_the_due_date_and_the_expiry_in_the_employees_l
             "{part}"
         );
         assert!(part.contains("/account/sign-in?lang=es"), "{part}");
+        assert!(
+            part.contains("Sección 1 de su Formulario I-9 debe estar completa a más tardar el"),
+            "its Section 1's due date: {part}"
+        );
     }
     assert!(
         login_mail.text.starts_with("Hola Rosa:"),

@@ -36,13 +36,22 @@ struct Recipient {
     language_preference: Option<i16>,
     /// The employee's legal entity's name.
     employer: Option<String>,
+    /// The first day of work of the current period, when a Section 1 of the
+    /// employee waits (its due date).
+    section1_due: Option<chrono::NaiveDate>,
 }
 
 async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
     let user = sqlx::query_as!(
         Recipient,
         r#"SELECT u.login, u.first_name, u.email_address,
-                  e.language_preference AS "language_preference?", l.entity_name AS "employer?"
+                  e.language_preference AS "language_preference?", l.entity_name AS "employer?",
+                  CASE WHEN EXISTS (
+                      SELECT 1 FROM i9_requests r LEFT JOIN i9s i ON i.id = r.i9_id
+                      WHERE r.employee_id = e.id AND r.section1_used_at IS NULL
+                        AND (i.id IS NULL OR i.status = 'Section 1 Incomplete'))
+                  THEN (SELECT p.start_date FROM employment_periods p WHERE p.employee_id = e.id
+                        ORDER BY p.id DESC LIMIT 1) END AS "section1_due?"
            FROM users u LEFT JOIN employees e ON e.id = u.employee_id
            LEFT JOIN legal_entities l ON l.id = e.legal_entity_id
            WHERE u.id = $1 AND NOT u.retired"#,
@@ -56,6 +65,7 @@ async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
         email_address: Some(to),
         language_preference: language,
         employer,
+        section1_due,
     }) = user
     else {
         return Err(JobError::Fatal(anyhow::anyhow!(
@@ -93,6 +103,7 @@ async fn send(ctx: &Context, job_id: Uuid, user_id: i64) -> JobResult {
         login: &login,
         link: &link,
         expires: wording::moment(expires, spanish),
+        due: section1_due.map(|d| wording::date(d, spanish)),
         sign_in: &links::sign_in(&ctx.config.public_base_url, spanish),
     };
     let email = Email {
@@ -124,6 +135,8 @@ struct LoginText<'a> {
     link: &'a str,
     /// When the link stops working, written out (UTC).
     expires: String,
+    /// The first day of work, written out: Section 1 is due then.
+    due: Option<String>,
     /// Where the employee signs in once the password is set.
     sign_in: &'a str,
 }
@@ -148,6 +161,7 @@ mod tests {
             login: "zoe&co@mail.example",
             link: "https://i9.example/account/set-password/pw_x?a=1&b=2",
             expires: "November 27, 2026 at 16:00 UTC".into(),
+            due: None,
             sign_in: "https://i9.example/account/sign-in?lang=en",
         };
         assert_eq!(
