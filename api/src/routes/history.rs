@@ -188,7 +188,7 @@ pub async fn employee(
     caller.require(Scope::Read, Permission::FullSsn)?;
     let q = ListQuery::parse_as(raw.as_deref(), &[], format)?;
     let id = id.get()?;
-    super::employees::periods::check_visible(&state, &caller, id).await?;
+    super::employees::check_visible(&state, &caller, id).await?;
     let path = format!("/v1/employees/{id}/history");
     Ok(page(&state, &q, "employee", id, &path)
         .await?

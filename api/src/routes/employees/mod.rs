@@ -585,3 +585,19 @@ impl crate::list::CsvColumns for EmployeeSummary {
         "profileId",
     ];
 }
+
+/// 404 unless employee `id` exists and the caller sees it (its group, and
+/// for a partner client its own employees).
+pub async fn check_visible(state: &AppState, caller: &Caller, id: i64) -> ApiResult<()> {
+    let owner = sqlx::query!(
+        "SELECT location_id, integration_client_id FROM employees WHERE id = $1",
+        id,
+    )
+    .fetch_optional(&state.pool)
+    .await?;
+    let visibility = caller.visibility(&state.pool).await?;
+    match owner {
+        Some(o) if visibility.sees(o.location_id, o.integration_client_id) => Ok(()),
+        _ => Err(ApiError::NotFound),
+    }
+}

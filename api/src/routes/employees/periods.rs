@@ -14,7 +14,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::super::Id;
 use crate::{
     auth::Caller,
-    error::{ApiError, ApiResult, Problem},
+    error::{ApiResult, Problem},
     list::{Format, ListQuery, ListResponse},
     state::AppState,
 };
@@ -46,22 +46,6 @@ pub struct Paging {
     page_size: Option<crate::list::params::Positive>,
 }
 
-/// 404 unless employee `id` exists and the caller sees it (its group, and
-/// for a partner client its own employees).
-pub async fn check_visible(state: &AppState, caller: &Caller, id: i64) -> ApiResult<()> {
-    let owner = sqlx::query!(
-        "SELECT location_id, integration_client_id FROM employees WHERE id = $1",
-        id,
-    )
-    .fetch_optional(&state.pool)
-    .await?;
-    let visibility = caller.visibility(&state.pool).await?;
-    match owner {
-        Some(o) if visibility.sees(o.location_id, o.integration_client_id) => Ok(()),
-        _ => Err(ApiError::NotFound),
-    }
-}
-
 #[utoipa::path(
     get, path = "/v1/employees/{id}/periods", operation_id = "listEmploymentPeriods", tag = "employees",
     params(("id" = i64, Path, description = "Employee id"), Paging),
@@ -85,7 +69,7 @@ pub async fn list(
     caller.require(Scope::Read, Permission::ViewEmployees)?;
     let q = ListQuery::parse_as(raw.as_deref(), &[], format)?;
     let id = id.get()?;
-    check_visible(&state, &caller, id).await?;
+    super::check_visible(&state, &caller, id).await?;
     let total = sqlx::query_scalar!(
         r#"SELECT count(*) AS "n!" FROM employment_periods WHERE employee_id = $1"#,
         id,
