@@ -37,8 +37,8 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::{
-    pages::{render, unreadable_form, Message},
-    section1::{self, asked, chosen, Holder, Lang, LangQuery, SignForm},
+    pages::{asked, chosen, render, unreadable_form, Lang, LangQuery, Message},
+    section1::{self, Holder, SignForm},
 };
 use crate::{
     client_address::ClientAddress,

@@ -3,6 +3,10 @@
 //! in `api/templates/` (askama: checked when built, every value escaped) that
 //! works without JavaScript; labels, `lang` and error messages tied to their
 //! fields. Their forms are read whole or not at all ([`crate::page_form`]).
+//! What every employee page shares is here: the layout's style sheet and
+//! rendering, the one-paragraph page, the language ([`Lang`], `?lang=`) and
+//! the page of a link that does not work. The Section 1 form is
+//! [`super::section1`], the employee's own page [`super::account`].
 
 use askama::Template;
 use axum::{
@@ -20,7 +24,6 @@ use i9_common::{
 };
 use serde::Deserialize;
 
-use super::section1::{chosen, Lang, LangQuery};
 use crate::{
     error::ApiError,
     middleware::RequestId,
@@ -28,6 +31,59 @@ use crate::{
     page_security,
     state::AppState,
 };
+
+/// The language of an employee page (docs/api.md, "Web pages for employees").
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lang {
+    En,
+    Es,
+}
+
+impl Lang {
+    /// Spanish for a `languagePreference` of 2, else English.
+    pub(crate) fn of_preference(preference: Option<i16>) -> Self {
+        if preference == Some(2) {
+            Lang::Es
+        } else {
+            Lang::En
+        }
+    }
+
+    pub(crate) fn code(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Es => "es",
+        }
+    }
+
+    pub(crate) fn other(self) -> Lang {
+        match self {
+            Lang::En => Lang::Es,
+            Lang::Es => Lang::En,
+        }
+    }
+}
+
+/// A page's `?lang=`.
+#[derive(Deserialize)]
+pub struct LangQuery {
+    /// `en` or `es`.
+    lang: Option<String>,
+}
+
+/// The language asked for with `?lang=`; a query that cannot be read asks for none.
+pub(crate) fn chosen(q: &Result<Query<LangQuery>, QueryRejection>, default: Lang) -> Lang {
+    asked(q).unwrap_or(default)
+}
+
+/// The language `?lang=` asks for, if it asks for one.
+pub(crate) fn asked(q: &Result<Query<LangQuery>, QueryRejection>) -> Option<Lang> {
+    match q.as_ref().ok().and_then(|q| q.lang.as_deref()) {
+        Some("es") => Some(Lang::Es),
+        Some("en") => Some(Lang::En),
+        _ => None,
+    }
+}
 
 /// The pages' one style sheet, inline (`api/templates/base.html`): their
 /// Content-Security-Policy allows it by its hash and nothing else

@@ -32,20 +32,13 @@ use i9_common::{
 };
 use serde::Deserialize;
 
-use super::pages::{render, unreadable_form, Message};
+use super::pages::{chosen, render, unreadable_form, Lang, LangQuery, Message};
 use crate::{
     error::ApiError,
     middleware::RequestId,
     page_form::{PageForm, Unreadable},
     state::AppState,
 };
-
-/// The language of an employee page (docs/api.md, "Web pages for employees").
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Lang {
-    En,
-    Es,
-}
 
 struct Text {
     title: &'static str,
@@ -281,29 +274,7 @@ impl Text {
 }
 
 impl Lang {
-    /// Spanish for a `languagePreference` of 2, else English.
-    pub(crate) fn of_preference(preference: Option<i16>) -> Self {
-        if preference == Some(2) {
-            Lang::Es
-        } else {
-            Lang::En
-        }
-    }
-
-    pub(crate) fn code(self) -> &'static str {
-        match self {
-            Lang::En => "en",
-            Lang::Es => "es",
-        }
-    }
-
-    pub(crate) fn other(self) -> Lang {
-        match self {
-            Lang::En => Lang::Es,
-            Lang::Es => Lang::En,
-        }
-    }
-
+    /// The Section 1 page's words.
     fn text(self) -> &'static Text {
         match self {
             Lang::En => &EN,
@@ -315,12 +286,6 @@ impl Lang {
 /// How long the page saying the I-9 is being prepared has the browser wait
 /// before it looks again (its `Retry-After` and `refresh`).
 pub const PREPARING_RETRY_SECS: u32 = 5;
-
-#[derive(Deserialize)]
-pub struct LangQuery {
-    /// `en` or `es`.
-    lang: Option<String>,
-}
 
 /// What the Section 1 form sends, and what it shows prefilled.
 #[derive(Default, Deserialize)]
@@ -494,20 +459,6 @@ async fn find(state: &AppState, holder: &Holder<'_>) -> Result<Option<Link>, Api
             },
         }
     }))
-}
-
-/// The language asked for with `?lang=`; a query that cannot be read asks for none.
-pub(crate) fn chosen(q: &Result<Query<LangQuery>, QueryRejection>, default: Lang) -> Lang {
-    asked(q).unwrap_or(default)
-}
-
-/// The language `?lang=` asks for, if it asks for one.
-pub(crate) fn asked(q: &Result<Query<LangQuery>, QueryRejection>) -> Option<Lang> {
-    match q.as_ref().ok().and_then(|q| q.lang.as_deref()) {
-        Some("es") => Some(Lang::Es),
-        Some("en") => Some(Lang::En),
-        _ => None,
-    }
 }
 
 /// The page of a form that does not work: the link's, or on the employee's
