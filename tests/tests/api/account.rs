@@ -69,6 +69,8 @@ async fn employee_with_sign_in(app: &TestApp, email: &str, language: i64) -> (i6
         .unwrap()
         .contains(&format!(r#"href="/account/sign-in?lang={lang}""#)));
     eventually("the I-9 exists", || async { app.i9_count(id).await == 1 }).await;
+    // One email: the login email (an on-site I-9 sends none of its own).
+    assert_eq!(app.smtp().to(email).len(), 1);
     let i9: i64 = sqlx::query_scalar("SELECT id FROM i9s WHERE employee_id = $1")
         .bind(id)
         .fetch_one(app.pool())
