@@ -80,6 +80,18 @@ enum Command {
     /// list, replay and purge them (docs/operations.md, "Failed jobs"). Reads
     /// no keys.
     Jobs(JobArgs),
+    /// I-9s past their retention date (docs/retention.md): run a purge round,
+    /// as the worker's daily job does, or with --dry-run list what would go
+    /// (ids, retention date, rule; never personal data) and change nothing.
+    /// Reads no keys.
+    Purge {
+        /// List what a round would purge; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// With --dry-run: the day to list for (YYYY-MM-DD), instead of today.
+        #[arg(long, value_name = "DATE", requires = "dry_run")]
+        as_of: Option<chrono::NaiveDate>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -173,7 +185,9 @@ enum Settings {
 impl Settings {
     fn read(command: &Command) -> Self {
         match command {
-            Command::Jobs(_) | Command::Callbacks(_) => Self::Keyless(KeylessConfig::from_env()),
+            Command::Jobs(_) | Command::Callbacks(_) | Command::Purge { .. } => {
+                Self::Keyless(KeylessConfig::from_env())
+            }
             _ => Self::WithKeys(Config::from_env()),
         }
     }
@@ -330,6 +344,11 @@ async fn run(cli: Cli, config: Settings) -> anyhow::Result<()> {
             }
         }
         Command::Jobs(args) => jobs(args, config.keyless()?).await?,
+        Command::Purge { dry_run, as_of } => {
+            let config = config.keyless()?;
+            let pool = config.database().await?;
+            purge_records(&pool, dry_run, as_of.unwrap_or_else(|| config.today())).await?;
+        }
         Command::Openapi => {
             say!(
                 "{}",
@@ -337,6 +356,39 @@ async fn run(cli: Cli, config: Settings) -> anyhow::Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+// `i9-admin purge` (docs/retention.md).
+
+async fn purge_records(
+    pool: &sqlx::PgPool,
+    dry_run: bool,
+    today: chrono::NaiveDate,
+) -> anyhow::Result<()> {
+    use i9_common::models::retention::{self, PurgedBy, RULE};
+    let (verb, due) = if dry_run {
+        ("would purge", retention::dry_run(pool, today).await?)
+    } else {
+        match retention::purge_round_if_first(pool, today, PurgedBy::Admin).await? {
+            Some(round) => {
+                for e in &round.employees {
+                    say!("employee {e:<8} purged (all its I-9s purged, terminated)");
+                }
+                ("purged", round.i9s)
+            }
+            None => anyhow::bail!("another purge round is running now; try again when it ends"),
+        }
+    };
+    for d in &due {
+        say!(
+            "i9 {:<8} employee {:<8} retention date {}  {RULE}",
+            d.i9_id,
+            d.employee_id,
+            d.retention_date
+        );
+    }
+    say!("{verb} {} I-9s as of {today}", due.len());
     Ok(())
 }
 

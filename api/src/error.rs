@@ -48,6 +48,10 @@ pub enum ApiError {
     Forbidden(String),
     #[error("not found")]
     NotFound,
+    /// 410: the record existed and was purged at the end of its retention
+    /// (docs/retention.md); the detail says when and under which rule.
+    #[error("gone: {0}")]
+    Gone(String),
     #[error("method not allowed")]
     MethodNotAllowed,
     #[error("unsupported media type")]
@@ -198,6 +202,7 @@ impl ApiError {
                 "not-found",
                 "No such resource.".into(),
             ),
+            ApiError::Gone(d) => (StatusCode::GONE, "purged", d.clone()),
             ApiError::MethodNotAllowed => (
                 StatusCode::METHOD_NOT_ALLOWED,
                 "method-not-allowed",

@@ -26,7 +26,7 @@ use std::{sync::Arc, time::Duration};
 use axum::{
     extract::DefaultBodyLimit,
     http::{header, HeaderValue},
-    routing::{get, post},
+    routing::{delete, get, post, put},
     Router,
 };
 use i9_common::{crypto::DataCipher, Config};
@@ -69,8 +69,15 @@ pub const ROUTES: &[&str] = &[
     "/v1/i9s/{id}/approve",
     "/v1/i9s/{id}/park",
     "/v1/i9s/{id}/section1-link",
+    "/v1/i9s/{id}/reverify",
+    "/v1/i9s/{id}/receipt-update",
+    "/v1/i9s/{id}/supplement-b",
     "/v1/eins",
     "/v1/eins/{id}",
+    "/v1/calendar",
+    "/v1/calendar/section2-due",
+    "/v1/calendar/closed-days",
+    "/v1/calendar/closed-days/{date}",
     "/v1/groups",
     "/v1/groups/{id}",
     "/v1/groups/{id}/users",
@@ -79,6 +86,10 @@ pub const ROUTES: &[&str] = &[
     "/v1/roles",
     "/v1/roles/{id}",
     "/v1/openapi.json",
+    "/v1/employees/{id}/legal-holds",
+    "/v1/eins/{id}/legal-holds",
+    "/v1/legal-holds",
+    "/v1/legal-holds/{id}",
     "/account/set-password/{token}",
     "/account/sign-in",
     "/account/sign-out",
@@ -114,8 +125,22 @@ pub fn router(state: AppState) -> Router {
         .route("/i9s/{id}/approve", post(i9_steps::approve))
         .route("/i9s/{id}/park", post(i9_steps::park))
         .route("/i9s/{id}/section1-link", post(section1_link::reissue))
+        // Supplement B (docs/reverification.md).
+        .route("/i9s/{id}/reverify", post(supplement_b::reverify))
+        .route(
+            "/i9s/{id}/receipt-update",
+            post(supplement_b::receipt_update),
+        )
+        .route("/i9s/{id}/supplement-b", get(supplement_b::list))
         .route("/eins", get(eins::list))
         .route("/eins/{id}", get(eins::get_one))
+        .route("/calendar", get(calendar::days))
+        .route("/calendar/section2-due", get(calendar::section2_due))
+        .route("/calendar/closed-days", get(calendar::list_closed_days))
+        .route(
+            "/calendar/closed-days/{date}",
+            put(calendar::set_closed_day).delete(calendar::remove_closed_day),
+        )
         .route("/groups", get(groups::list))
         .route("/groups/{id}", get(groups::get_one))
         .route("/groups/{id}/users", get(groups::users))
@@ -123,7 +148,18 @@ pub fn router(state: AppState) -> Router {
         .route("/users/{id}", get(users::get_one))
         .route("/roles", get(roles::list))
         .route("/roles/{id}", get(roles::get_one))
-        .route("/openapi.json", get(openapi::openapi_json));
+        .route("/openapi.json", get(openapi::openapi_json))
+        // Legal holds (docs/retention.md).
+        .route(
+            "/employees/{id}/legal-holds",
+            post(legal_holds::hold_employee),
+        )
+        .route(
+            "/eins/{id}/legal-holds",
+            post(legal_holds::hold_legal_entity),
+        )
+        .route("/legal-holds", get(legal_holds::list))
+        .route("/legal-holds/{id}", delete(legal_holds::lift));
 
     // The employee pages: link tokens in the path, personal data in the body.
     let pages = Router::new()

@@ -469,6 +469,13 @@ impl ListQuery {
         })
     }
 
+    /// The queues' today set to `today` ([`i9_common::Config::today`]:
+    /// moved by `CLOCK_OFFSET_DAYS` in development, as the date-driven jobs).
+    pub fn on(mut self, today: NaiveDate) -> Self {
+        self.today = today;
+        self
+    }
+
     /// The order of the queue asked for, if any.
     fn queue_order(&self) -> Option<&'static str> {
         self.filters.iter().find_map(|f| match f.value {

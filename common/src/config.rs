@@ -131,6 +131,7 @@ pub const VARS: &[Var] = &[
     var("AMQP_PREFIX", Text("i9"), All, "prefix of exchange and queue names"),
     var("STARTUP_TIMEOUT_SECS", Text("60"), Services, "wait at start for Postgres and RabbitMQ"),
     var("APP_ENV", Unset, All, "`development` alone runs without keys (on the published development keys)"),
+    var("CLOCK_OFFSET_DAYS", Text("0"), All, "development only: days added to today's date for the date-driven jobs (reminders, retention), to try them"),
     secret("DATA_ENCRYPTION_KEYS", Unset, All, "data key ring, ID:BASE64 entries, the first current (2:<key>,1:<key>)"),
     secret("DATA_ENCRYPTION_KEY", Unset, All, "one data key, as key id 1"),
     secret("SSN_HASH_KEYS", Unset, All, "SSN hash key ring, same form"),
@@ -170,9 +171,12 @@ pub const VARS: &[Var] = &[
     var("CALLBACK_RETRY_CAP_SECS", Text("3600"), Worker, "longest wait between its attempts"),
     var("WORKER_NO_RELAY", Text("false"), Worker, "run no outbox relay in i9-worker (--no-relay)"),
     var("PURGE_INTERVAL_SECS", Text("600"), Worker, "how often expired rows are purged"),
+    var("RECORDS_PURGE_INTERVAL_SECS", Text("86400"), Worker, "how often I-9s past their retention date are purged"),
     var("RETENTION_IDEMPOTENCY_SECS", Text("86400"), Worker, "Idempotency-Key records kept"),
     var("RETENTION_PROCESSED_JOBS_SECS", Text("2592000"), Worker, "job done-records kept"),
     var("RETENTION_OUTBOX_SECS", Text("604800"), Worker, "published outbox rows kept"),
+    var("REMINDER_THRESHOLDS_DAYS", Text("90,30,7"), Worker, "days before a reverification or receipt due date when reminders go (overdue always)"),
+    var("REMINDER_INTERVAL_SECS", Text("3600"), Worker, "how often a worker looks for reminders to send"),
     var("HOSTNAME", Computed("the kernel's host name"), Services, "this host's name in the process registry"),
     var("RUST_LOG", Computed("info,sqlx=warn,lapin=off; i9-admin: warn,lapin=off"), All, "log filter, e.g. info,sqlx=warn (replaces the whole default)"),
     var("LOG_FORMAT", Text("text"), All, "text, or json for JSON lines"),
@@ -341,6 +345,17 @@ pub struct Config {
     /// How often a worker purges rows that only matter for a while, and how
     /// long each kind is kept (docs/operations.md, "Purging").
     pub purge_interval: Duration,
+    /// How often a worker purges I-9s past their retention date
+    /// (docs/retention.md, "The daily purge").
+    pub records_purge_interval: Duration,
+    /// Days added to today's date ([`Config::today`]); not 0 only with
+    /// `APP_ENV=development`, to try the date-driven jobs (reminders,
+    /// retention) without waiting (docs/operations.md, "Configuration").
+    pub clock_offset_days: i64,
+    /// Expiring-document reminders (docs/reminders.md): the days before a
+    /// due date when one goes (overdue always), and how often a worker looks.
+    pub reminder_thresholds: crate::domain::Thresholds,
+    pub reminder_interval: Duration,
     pub retention_idempotency: Duration,
     pub retention_processed_jobs: Duration,
     pub retention_outbox: Duration,
@@ -388,6 +403,10 @@ impl std::fmt::Debug for Config {
             .field("password_link_ttl", &self.password_link_ttl)
             .field("auth_cache_ttl", &self.auth_cache_ttl)
             .field("purge_interval", &self.purge_interval)
+            .field("records_purge_interval", &self.records_purge_interval)
+            .field("clock_offset_days", &self.clock_offset_days)
+            .field("reminder_thresholds", &self.reminder_thresholds)
+            .field("reminder_interval", &self.reminder_interval)
             .field("retention_idempotency", &self.retention_idempotency)
             .field("retention_processed_jobs", &self.retention_processed_jobs)
             .field("retention_outbox", &self.retention_outbox)
@@ -1032,6 +1051,28 @@ fn read_with(binary: Binary, source: &dyn Source, with_keys: bool) -> anyhow::Re
             })
             .unwrap_or_default(),
         purge_interval: r.secs("PURGE_INTERVAL_SECS"),
+        records_purge_interval: r.secs("RECORDS_PURGE_INTERVAL_SECS"),
+        clock_offset_days: r
+            .get("CLOCK_OFFSET_DAYS", |n, v| {
+                let days: i64 = v
+                    .trim()
+                    .parse()
+                    .map_err(|_| anyhow!("{n} must be a whole number of days, not {v:?}"))?;
+                if days != 0 && production {
+                    anyhow::bail!("{n} is for trials: it is refused unless APP_ENV=development");
+                }
+                if days.abs() > 36_500 {
+                    anyhow::bail!("{n} must be within 100 years (36500 days)");
+                }
+                Ok(days)
+            })
+            .unwrap_or_default(),
+        reminder_thresholds: r
+            .get("REMINDER_THRESHOLDS_DAYS", |n, v| {
+                crate::domain::Thresholds::parse(v).map_err(|e| anyhow!("{n}: {e}"))
+            })
+            .unwrap_or_default(),
+        reminder_interval: r.secs("REMINDER_INTERVAL_SECS"),
         retention_idempotency: r.secs("RETENTION_IDEMPOTENCY_SECS"),
         retention_processed_jobs: r.secs("RETENTION_PROCESSED_JOBS_SECS"),
         retention_outbox: r.secs("RETENTION_OUTBOX_SECS"),
@@ -1096,6 +1137,15 @@ fn read_with(binary: Binary, source: &dyn Source, with_keys: bool) -> anyhow::Re
 }
 
 impl Config {
+    /// Today's date (UTC) for the date-driven jobs: the real one, moved by
+    /// `CLOCK_OFFSET_DAYS` in development only.
+    pub fn today(&self) -> chrono::NaiveDate {
+        let today = chrono::Utc::now().date_naive();
+        today
+            .checked_add_signed(chrono::TimeDelta::days(self.clock_offset_days))
+            .unwrap_or(today)
+    }
+
     /// The shared settings from the environment (`i9-admin`); the services
     /// read theirs with [`ApiSettings::from_env`] and [`WorkerSettings::from_env`].
     pub fn from_env() -> anyhow::Result<Self> {
@@ -1141,6 +1191,11 @@ impl KeylessConfig {
         Ok(Self {
             config: read_with(Binary::Admin, source, false)?.config,
         })
+    }
+
+    /// [`Config::today`]: the day the retention purge reads (`i9-admin purge`).
+    pub fn today(&self) -> chrono::NaiveDate {
+        self.config.today()
     }
 
     pub fn log(&self) -> &LogSettings {

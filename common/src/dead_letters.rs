@@ -884,6 +884,10 @@ fn subject(job: &Job) -> String {
         }
         Job::SendLoginEmail { user_id } => format!("user {user_id}"),
         Job::PostStatusCallback { event_id } => format!("event {event_id}"),
+        Job::SendReminderEmail {
+            reminder_id,
+            recipient,
+        } => format!("reminder {reminder_id} (notificationEmail{recipient})"),
     }
 }
 

@@ -19,6 +19,10 @@ use crate::{
     outbox,
 };
 
+// Expiring-document reminders (docs/reminders.md): `i9.document_due`.
+pub mod document_due;
+pub use document_due::{DocumentDueEvent, DocumentDueEventType};
+
 /// The type of an I-9 event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 pub enum I9EventType {
@@ -163,12 +167,15 @@ fn next_step(
 }
 
 /// The record of I-9 `id` under `public_base_url`.
-fn i9_url(public_base_url: &str, id: i64) -> String {
+pub(crate) fn i9_url(public_base_url: &str, id: i64) -> String {
     format!("{public_base_url}/v1/i9s/{id}")
 }
 
 /// The next `sequence` of `employee`'s events.
-async fn next_sequence(tx: &mut PgConnection, employee: i64) -> Result<i64, sqlx::Error> {
+pub(crate) async fn next_sequence(
+    tx: &mut PgConnection,
+    employee: i64,
+) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar!(
         "UPDATE employees SET event_sequence = event_sequence + 1 WHERE id = $1 RETURNING event_sequence",
         employee,
@@ -178,7 +185,7 @@ async fn next_sequence(tx: &mut PgConnection, employee: i64) -> Result<i64, sqlx
 }
 
 /// Store event `id` (`payload`, serialized from its struct) and queue its callback.
-async fn store<T: Serialize>(
+pub(crate) async fn store<T: Serialize>(
     tx: &mut PgConnection,
     id: Uuid,
     employee: i64,

@@ -11,14 +11,16 @@ pub enum JobKind {
     SendLoginEmail,
     SendRemoteHireEmail,
     PostStatusCallback,
+    SendReminderEmail,
 }
 
 impl JobKind {
-    pub const ALL: [JobKind; 4] = [
+    pub const ALL: [JobKind; 5] = [
         Self::CreateI9,
         Self::SendLoginEmail,
         Self::SendRemoteHireEmail,
         Self::PostStatusCallback,
+        Self::SendReminderEmail,
     ];
 
     pub fn name(self) -> &'static str {
@@ -27,6 +29,7 @@ impl JobKind {
             Self::SendLoginEmail => "send_login_email",
             Self::SendRemoteHireEmail => "send_remote_hire_email",
             Self::PostStatusCallback => "post_status_callback",
+            Self::SendReminderEmail => "send_reminder_email",
         }
     }
 
@@ -48,6 +51,10 @@ pub enum Job {
     SendRemoteHireEmail { request_id: Uuid },
     /// Post one status event to the partner (issue 4).
     PostStatusCallback { event_id: Uuid },
+    /// Email one of the employer's notification addresses (`recipient` 1 or
+    /// 2: `notificationEmail1`, `notificationEmail2`) an expiring-document
+    /// reminder (`reminders`; docs/reminders.md).
+    SendReminderEmail { reminder_id: i64, recipient: u8 },
 }
 
 impl Job {
@@ -57,6 +64,7 @@ impl Job {
             Job::SendLoginEmail { .. } => JobKind::SendLoginEmail,
             Job::SendRemoteHireEmail { .. } => JobKind::SendRemoteHireEmail,
             Job::PostStatusCallback { .. } => JobKind::PostStatusCallback,
+            Job::SendReminderEmail { .. } => JobKind::SendReminderEmail,
         }
     }
 }

@@ -19,7 +19,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use base64::{engine::general_purpose::STANDARD, Engine as _};
-use chrono::NaiveDate;
+use chrono::{Datelike, NaiveDate};
 use serde::Deserialize;
 use sqlx::{PgPool, Postgres, Transaction};
 
@@ -52,6 +52,17 @@ pub struct OrgFile {
     pub clients: Vec<Client>,
     #[serde(default)]
     pub employees: Vec<Employee>,
+    /// The organization's closed days (docs/calendar.md): added, or renamed;
+    /// a day the file does not list is left as it is.
+    #[serde(default)]
+    pub closed_days: Vec<ClosedDay>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClosedDay {
+    pub date: String,
+    pub name: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -265,6 +276,21 @@ fn check(org: &OrgFile) -> Result<Checked, SeedError> {
             format!("{at}.everifyEffectiveDate"),
             le.everify_effective_date.as_deref(),
         );
+    }
+
+    let mut days = HashSet::new();
+    for (i, cd) in org.closed_days.iter().enumerate() {
+        let at = format!("closedDays[{i}]");
+        date(&mut errors, format!("{at}.date"), Some(&cd.date));
+        if let Ok(d) = parse_date(&cd.date) {
+            if !days.insert(d) {
+                errors.push(format!("{at}.date: {d} is listed twice"));
+            }
+        }
+        let len = cd.name.trim().chars().count();
+        if len == 0 || len > 100 {
+            errors.push(format!("{at}.name: must be 1 to 100 characters"));
+        }
     }
 
     let group_names: HashMap<String, usize> = org
@@ -871,6 +897,24 @@ pub async fn load_with(
             key: le.key.clone(),
             id,
             outcome: Outcome::of(row.map(|r| r.1)),
+        });
+    }
+
+    for (i, cd) in org.closed_days.iter().enumerate() {
+        let Some(day) = checked.dates[&format!("closedDays[{i}].date")] else {
+            continue;
+        };
+        let (_, set) = crate::models::calendar::upsert(&mut tx, None, day, cd.name.trim()).await?;
+        out.push(Assigned {
+            kind: "closed day",
+            key: day.to_string(),
+            // The day as a number, YYYYMMDD: a closed day has no other id.
+            id: i64::from(day.year()) * 10_000 + i64::from(day.month() * 100 + day.day()),
+            outcome: match set {
+                crate::models::calendar::Set::Created => Outcome::Created,
+                crate::models::calendar::Set::Renamed => Outcome::Updated,
+                crate::models::calendar::Set::Unchanged => Outcome::Unchanged,
+            },
         });
     }
 

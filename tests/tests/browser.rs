@@ -6,6 +6,9 @@
 //!   partner got the callback, and the link does not work twice.
 //! - The employee's own page: set the password from the login email, sign
 //!   in, open the pending Section 1, sign it, see it signed, sign out.
+//! - Supplement A (docs/supplement-a.md): Section 1 signed with two
+//!   preparers/translators in English (the second row added with the page's
+//!   button) and with one in Spanish; the I-9 records show them.
 
 #![allow(clippy::unwrap_used)] // a test: panics are failures
 
@@ -116,9 +119,7 @@ async fn an_employee_signs_section_1_in_a_browser() {
     for (id, value) in [
         ("addressStreet", "12 Harbor Way"),
         ("addressCity", "Portland"),
-        ("addressState", "OR"),
         ("addressZip", "97201"),
-        ("dateOfBirth", "1990-03-14"),
         ("signature", "Ana Dias"),
     ] {
         c.find(Locator::Id(id))
@@ -128,6 +129,8 @@ async fn an_employee_signs_section_1_in_a_browser() {
             .await
             .unwrap();
     }
+    choose_state(&c, "addressState", "OR").await;
+    type_date(&c, "dateOfBirth", (1990, 3, 14)).await;
     c.find(Locator::Css("input[name=attestation][value=citizen]"))
         .await
         .unwrap()
@@ -140,12 +143,7 @@ async fn an_employee_signs_section_1_in_a_browser() {
         .click()
         .await
         .unwrap();
-    c.find(Locator::Css("button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, SIGN).await;
 
     // A misspelt signature: the error sits beside the field; the rest is kept.
     let error = c
@@ -187,12 +185,7 @@ async fn an_employee_signs_section_1_in_a_browser() {
     let sig = c.find(Locator::Id("signature")).await.unwrap();
     sig.clear().await.unwrap();
     sig.send_keys("Ana Diaz").await.unwrap();
-    c.find(Locator::Css("button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, SIGN).await;
 
     // Signed: the browser lands on the partner's page.
     let heading = c
@@ -251,6 +244,32 @@ async fn type_into(c: &fantoccini::Client, id: &str, value: &str) {
 
 async fn click(c: &fantoccini::Client, locator: Locator<'_>) {
     c.find(locator).await.unwrap().click().await.unwrap();
+}
+
+/// The Section 1 page's signing button.
+const SIGN: Locator<'static> = Locator::Css("button[name=action][value=sign]");
+
+/// Choose the state `code` in the list `id`.
+async fn choose_state(c: &fantoccini::Client, id: &str, code: &str) {
+    c.find(Locator::Id(id))
+        .await
+        .unwrap()
+        .select_by_value(code)
+        .await
+        .unwrap();
+}
+
+/// Type a date into the date input `id` as a person does in an en-US
+/// browser (month, day, year), and check the browser read it.
+async fn type_date(c: &fantoccini::Client, id: &str, (y, m, d): (i32, u32, u32)) {
+    let input = c.find(Locator::Id(id)).await.unwrap();
+    assert_eq!(input.attr("type").await.unwrap().as_deref(), Some("date"));
+    input.send_keys(&format!("{m:02}{d:02}{y}")).await.unwrap();
+    assert_eq!(
+        input.prop("value").await.unwrap().as_deref(),
+        Some(format!("{y}-{m:02}-{d:02}").as_str()),
+        "the date input read what was typed"
+    );
 }
 
 /// The page's `h1`, once the page has one that says `what`.
@@ -328,16 +347,16 @@ async fn an_employee_signs_in_and_signs_section_1_on_their_own_page() {
     for (id, value) in [
         ("addressStreet", "12 Harbor Way"),
         ("addressCity", "Portland"),
-        ("addressState", "OR"),
         ("addressZip", "97201"),
-        ("dateOfBirth", "1990-03-14"),
         ("signature", "Lee Park"),
     ] {
         type_into(&c, id, value).await;
     }
+    choose_state(&c, "addressState", "OR").await;
+    type_date(&c, "dateOfBirth", (1990, 3, 14)).await;
     click(&c, Locator::Css("input[name=attestation][value=citizen]")).await;
     click(&c, Locator::Id("agree")).await;
-    click(&c, Locator::Css("button[type=submit]")).await;
+    click(&c, SIGN).await;
     heading_is(&c, "Your forms").await;
     let page = c.source().await.unwrap();
     assert!(page.contains("signed on"), "{page}");
@@ -359,6 +378,152 @@ async fn an_employee_signs_in_and_signs_section_1_on_their_own_page() {
         .await
         .unwrap();
     assert_eq!(sessions, 0);
+    c.close().await.unwrap();
+    std::fs::remove_dir_all(&profile).ok();
+}
+
+/// Fill the row `n` of Supplement A (its date is today's, filled in).
+async fn fill_preparer(c: &fantoccini::Client, n: usize, first: &str, last: &str, state: &str) {
+    for (part, value) in [
+        ("LastName", last),
+        ("FirstName", first),
+        ("Address", "400 Main St"),
+        ("City", "Salem"),
+        ("Zip", "97301"),
+        ("Signature", &format!("{first} {last}")),
+    ] {
+        type_into(c, &format!("preparer{n}{part}"), value).await;
+    }
+    choose_state(c, &format!("preparer{n}State"), state).await;
+    click(c, Locator::Id(&format!("preparer{n}Agree"))).await;
+}
+
+/// Fill the employee's part of Section 1 (names prefilled), checking that
+/// a preparer or translator assisted.
+async fn fill_section1(c: &fantoccini::Client, signature: &str) {
+    for (id, value) in [
+        ("addressStreet", "12 Harbor Way"),
+        ("addressCity", "Portland"),
+        ("addressZip", "97201"),
+        ("signature", signature),
+    ] {
+        type_into(c, id, value).await;
+    }
+    choose_state(c, "addressState", "OR").await;
+    type_date(c, "dateOfBirth", (1990, 3, 14)).await;
+    click(c, Locator::Css("input[name=attestation][value=citizen]")).await;
+    click(c, Locator::Id("agree")).await;
+    click(c, Locator::Css("input[name=preparer][value=assisted]")).await;
+}
+
+#[tokio::test]
+async fn section_1_with_preparers_and_translators_in_english_and_spanish() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let app = i9_tests::spawn_stack().await;
+    let admin = app.token(i9_tests::ADMIN).await;
+    let hire = |first: &'static str, language: i64| {
+        let (app, admin) = (&app, &admin);
+        async move {
+            let body = json!({"firstName": first, "lastName": "Diaz", "locationId": 3,
+                              "startDate": "2026-12-01", "createI9": "yes",
+                              "languagePreference": language});
+            let r = app.post_json("/v1/employees", admin, &body).await;
+            assert_eq!(r.status(), 201);
+            let created: Value = r.json().await.unwrap();
+            let id = created["id"].as_i64().unwrap();
+            let link = created["i9FormSection1Link"].as_str().unwrap().to_owned();
+            eventually("the I-9 exists", || async { app.i9_count(id).await == 1 }).await;
+            let i9 = app
+                .count("SELECT id FROM i9s WHERE employee_id = $1", id)
+                .await;
+            (i9, link)
+        }
+    };
+    let (i9_en, link_en) = hire("Ana", 1).await;
+    let (i9_es, link_es) = hire("Luis", 1).await;
+    let (_driver, c, profile) = browser().await;
+
+    // English, two preparers: the second row comes from the page's button,
+    // which keeps what was typed.
+    c.goto(&link_en).await.unwrap();
+    heading_is(
+        &c,
+        "Form I-9, Section 1: Employee information and attestation",
+    )
+    .await;
+    fill_preparer(&c, 1, "Rosa", "Mendez", "OR").await;
+    click(&c, Locator::Css("button[name=action][value=addPreparer]")).await;
+    let second = c
+        .wait()
+        .at_most(Duration::from_secs(20))
+        .for_element(Locator::Id("preparer2LastName"))
+        .await
+        .unwrap();
+    assert_eq!(second.prop("value").await.unwrap().as_deref(), Some(""));
+    let first = c.find(Locator::Id("preparer1LastName")).await.unwrap();
+    assert_eq!(
+        first.prop("value").await.unwrap().as_deref(),
+        Some("Mendez")
+    );
+    // The attestation boxes are checked anew (as the employee's is).
+    click(&c, Locator::Id("preparer1Agree")).await;
+    fill_preparer(&c, 2, "Tom", "Ng", "PR").await;
+    fill_section1(&c, "Ana Diaz").await;
+    click(&c, SIGN).await;
+    eventually("signed", || async {
+        c.source()
+            .await
+            .map(|s| s.contains("Section 1 is signed"))
+            .unwrap_or(false)
+    })
+    .await;
+
+    // Spanish (?lang=es), one preparer.
+    c.goto(&format!("{link_es}?lang=es")).await.unwrap();
+    heading_is(
+        &c,
+        "Formulario I-9, Sección 1: Información y declaración del empleado",
+    )
+    .await;
+    let legend = c.find(Locator::Css("fieldset legend")).await.unwrap();
+    assert!(legend.text().await.unwrap().contains("Declaro"));
+    assert!(c.source().await.unwrap().contains("Suplemento A"));
+    fill_preparer(&c, 1, "Marta", "Ruiz", "TX").await;
+    fill_section1(&c, "Luis Diaz").await;
+    click(&c, SIGN).await;
+    eventually("firmado", || async {
+        c.source()
+            .await
+            .map(|s| s.contains("La Sección 1 está firmada"))
+            .unwrap_or(false)
+    })
+    .await;
+
+    // The I-9 records show them, in order; the first also in translator*.
+    let today = chrono::Utc::now().date_naive().to_string();
+    let en = app.get_json(&format!("/v1/i9s/{i9_en}"), &admin).await;
+    let names: Vec<(&str, &str, &str)> = en["preparersAndTranslators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["firstName"].as_str().unwrap(),
+                p["lastName"].as_str().unwrap(),
+                p["state"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(names, [("Rosa", "Mendez", "OR"), ("Tom", "Ng", "PR")]);
+    assert_eq!(en["translatorLastName"], "Mendez");
+    assert_eq!(en["signedDateTranslator"], json!(today));
+    assert_eq!(en["dateOfBirth"], "1990-03-14");
+    assert_eq!(en["i9Status"], "Signed Sec 1");
+    let es = app.get_json(&format!("/v1/i9s/{i9_es}"), &admin).await;
+    assert_eq!(es["preparersAndTranslators"].as_array().unwrap().len(), 1);
+    assert_eq!(es["preparersAndTranslators"][0]["signature"], "Marta Ruiz");
+    assert_eq!(es["preparersAndTranslators"][0]["signedDate"], json!(today));
+    assert_eq!(es["translatorState"], "TX");
     c.close().await.unwrap();
     std::fs::remove_dir_all(&profile).ok();
 }

@@ -10,6 +10,8 @@ pub mod jobs;
 pub mod mailer;
 pub mod outbox_watch;
 pub mod purge;
+pub mod reminders;
+pub mod retention;
 pub mod wording;
 
 use std::sync::Arc;

@@ -2,7 +2,7 @@
 //! an outbox relay beside them. Several workers, each serving some job kinds,
 //! may run at once. SIGTERM stops consuming and drains the jobs in hand.
 
-use std::{process::ExitCode, time::Duration};
+use std::{process::ExitCode, sync::Arc, time::Duration};
 
 use clap::Parser;
 use i9_common::{
@@ -13,7 +13,7 @@ use i9_common::{
 use i9_workers::{
     consumer::{self, WorkerConfig},
     mailer::Mailer,
-    outbox_watch, purge, Context,
+    outbox_watch, purge, reminders, Context,
 };
 
 /// Each option stands for the variable it names, and wins over it; both are
@@ -24,7 +24,8 @@ use i9_workers::{
     version,
     about = "Consumes the service's jobs from RabbitMQ",
     long_about = "Consumes the service's jobs from RabbitMQ (I-9 creation, emails, partner \
-                  status callbacks) and relays the outbox. At start waits up to \
+                  status callbacks) and relays the outbox; every worker also purges expired rows and \
+                  sends the expiring-document reminders (each once). At start waits up to \
                   STARTUP_TIMEOUT_SECS for Postgres and RabbitMQ and checks the keys against \
                   the data, and exits non-zero when either fails. SIGTERM stops consuming and \
                   finishes the jobs in hand.",
@@ -32,7 +33,8 @@ use i9_workers::{
 )]
 struct Args {
     /// Job kinds to serve, comma-separated (WORKER_KINDS; default: every kind).
-    /// Kinds: create_i9, send_login_email, send_remote_hire_email, post_status_callback.
+    /// Kinds: create_i9, send_login_email, send_remote_hire_email, post_status_callback,
+    /// send_reminder_email.
     #[arg(long)]
     kinds: Option<String>,
     /// Jobs run at once per kind, the prefetch limit (WORKER_PREFETCH).
@@ -146,6 +148,20 @@ async fn run((config, settings): (Config, WorkerSettings)) -> anyhow::Result<()>
         purge::Retention::from_config(&config),
         stop_rx.clone(),
     ));
+    // Every worker looks for expiring-document reminders; each goes once
+    // (workers/src/reminders.rs).
+    let reminders = tokio::spawn(reminders::run(
+        pool.clone(),
+        config.clone(),
+        stop_rx.clone(),
+    ));
+    // Every worker purges I-9s past their retention date; one at a time does
+    // (workers/src/retention.rs).
+    let records_purger = tokio::spawn(i9_workers::retention::run(
+        pool.clone(),
+        Arc::new(config.clone()),
+        stop_rx.clone(),
+    ));
     let outbox_watch = tokio::spawn(outbox_watch::run(
         pool.clone(),
         Duration::from_secs(60),
@@ -159,6 +175,8 @@ async fn run((config, settings): (Config, WorkerSettings)) -> anyhow::Result<()>
     let _ = stop_tx.send(true);
     let worked = worker.await;
     let _ = purger.await;
+    let _ = reminders.await;
+    let _ = records_purger.await;
     let _ = outbox_watch.await;
     let relayed = match relay {
         Some(r) => r.await,
@@ -194,7 +212,7 @@ mod tests {
 
     #[test]
     fn kinds_default_to_all_and_reject_unknown() {
-        assert_eq!(settings(&["i9-worker"], &[]).unwrap().kinds.len(), 4);
+        assert_eq!(settings(&["i9-worker"], &[]).unwrap().kinds.len(), 5);
         assert_eq!(
             settings(&["i9-worker", "--kinds", "create_i9"], &[])
                 .unwrap()

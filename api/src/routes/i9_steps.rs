@@ -16,6 +16,7 @@ use chrono::{NaiveDate, Utc};
 use i9_common::{
     domain::{
         fields::{enum_schema, CalendarDate, Text, WHITESPACE},
+        remote_examination::Refusal,
         Field, FromJson, Invalid, Permission, Required, Scope,
     },
     models::i9::{self as lifecycle, Document, Documents, Employer, Section2 as Section2Input},
@@ -147,7 +148,7 @@ fn document_title<T: Copy>(
 /// also accepts) one of them in another letter case, with white space
 /// around it: a pattern spelling each letter both ways, as JSON Schema's
 /// patterns have no flag for case.
-fn title_schema(titles: &[&str]) -> RefOr<Schema> {
+pub(crate) fn title_schema(titles: &[&str]) -> RefOr<Schema> {
     let any_case: Vec<String> = titles
         .iter()
         .map(|title| {
@@ -278,6 +279,21 @@ pub struct Section2 {
     #[serde(default)]
     #[schema(inline)]
     pub list_c_doc_expiration: Field<CalendarDate>,
+    // Receipts (docs/reverification.md, "Receipts").
+    /// `true`: the List A document is a receipt for the replacement of a lost, stolen or
+    /// damaged one, without an expiration; the real document is due 90 days after the date of
+    /// hire (`receiptDueDate`).
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_a1_doc_receipt: Field<bool>,
+    /// `true`: the List B document is such a receipt.
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_b_doc_receipt: Field<bool>,
+    /// `true`: the List C document is such a receipt.
+    #[serde(default)]
+    #[schema(inline)]
+    pub list_c_doc_receipt: Field<bool>,
     /// Required.
     #[schema(inline)]
     pub employer_first_name: Required<EmployerName>,
@@ -308,6 +324,15 @@ pub struct Section2 {
     /// spacing aside). Required.
     #[schema(inline)]
     pub employer_signature: Required<Signature>,
+    /// The form's checkbox "Check here if you used an alternative procedure
+    /// authorized by DHS to examine documents.": `true` when the documents
+    /// were examined remotely under that procedure. Allowed only when the
+    /// employee's legal entity participates in E-Verify in good standing
+    /// (docs/remote-examination.md); otherwise a 422 saying why. Absent or
+    /// null is `false`.
+    #[serde(default)]
+    #[schema(inline)]
+    pub alternative_procedure: Field<bool>,
 }
 
 /// The body of `POST /v1/i9s/{id}/park`, which may be left out: the park's
@@ -444,9 +469,35 @@ impl<T: Copy> DocumentFields<T> {
 
 impl Section2 {
     /// Every field, and the rules across them, checked (`today`: the day of
-    /// signing, which no expiration may precede). `Err` names every problem.
-    pub fn check(self, today: NaiveDate) -> Result<Section2Input, Vec<FieldError>> {
+    /// signing, which no expiration may precede; `refusal`: why the
+    /// employer may not use the alternative procedure, if it may not).
+    /// `Err` names every problem.
+    pub fn check(
+        self,
+        today: NaiveDate,
+        refusal: Option<&Refusal>,
+    ) -> Result<Section2Input, Vec<FieldError>> {
         let mut p = Problems::default();
+        let receipts = [
+            ("listA1Doc", self.list_a1_doc_receipt),
+            ("listBDoc", self.list_b_doc_receipt),
+            ("listCDoc", self.list_c_doc_receipt),
+        ]
+        .map(|(doc, f)| (doc, p.optional(&format!("{doc}Receipt"), f) == Some(true)));
+        let alternative_procedure = match self.alternative_procedure.optional() {
+            Ok(Some(true)) => match refusal {
+                Some(r) => {
+                    p.push("alternativeProcedure", r.invalid());
+                    false
+                }
+                None => true,
+            },
+            Ok(_) => false,
+            Err(e) => {
+                p.push("alternativeProcedure", e);
+                false
+            }
+        };
         let a1 = DocumentFields {
             prefix: "listA1Doc",
             title: self.list_a1_doc_title,
@@ -543,6 +594,35 @@ impl Section2 {
                 "Record a List A document, or List B and List C documents.",
             );
         }
+        // A receipt is one of the documents given, without an expiration:
+        // its validity is the 90 days (docs/reverification.md, "Receipts").
+        let expires = |d: &Option<Option<Document>>| {
+            d.as_ref()
+                .and_then(Option::as_ref)
+                .is_some_and(|d| d.expiration.is_some())
+        };
+        for ((doc, receipt), (given, expiration)) in receipts.iter().zip([
+            (has_a1, expires(&a1)),
+            (has_b, expires(&b)),
+            (has_c, expires(&c)),
+        ]) {
+            if *receipt && !given {
+                rule(
+                    &mut p,
+                    &format!("{doc}Receipt"),
+                    "required",
+                    "A receipt is one of the documents recorded: give its title, issuer and number.",
+                );
+            } else if *receipt && expiration {
+                rule(
+                    &mut p,
+                    &format!("{doc}Expiration"),
+                    "receipt",
+                    "A receipt is valid 90 days from the date of hire; give no expiration.",
+                );
+            }
+        }
+        let receipt = receipts.iter().any(|(_, r)| *r);
         let first_name = p.required("employerFirstName", self.employer_first_name);
         let last_name = p.required("employerLastName", self.employer_last_name);
         let title = p.required("employerTitle", self.employer_title);
@@ -615,6 +695,8 @@ impl Section2 {
                 zip: zip.map(Text::into_string),
             },
             signed_on: today,
+            receipt,
+            alternative_procedure,
         })
     }
 }
@@ -639,7 +721,7 @@ impl Park {
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The I-9 is not Signed Sec 1", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "Every invalid field, named; `alternativeProcedure` when the employer may not use it (not enrolled in E-Verify, or not in good standing)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("oauth2" = ["write"]))
 )]
@@ -653,7 +735,8 @@ pub async fn section2(
     let id = id.get()?;
     i9s::check_visible(&state, &caller, id).await?;
     let today = Utc::now().date_naive();
-    let section2 = body.check(|b: Section2| b.check(today))?;
+    let allowed = lifecycle::alternative_procedure_allowed(&state.pool, id, today).await?;
+    let section2 = body.check(|b: Section2| b.check(today, allowed.err().as_ref()))?;
     let mut tx = state.pool.begin().await?;
     lifecycle::record_section2(&mut tx, &caller.actor(), id, &section2, base_url(&state)).await?;
     tx.commit().await?;
@@ -782,7 +865,7 @@ mod tests {
     ) -> Result<Section2Input, Vec<FieldError>> {
         serde_json::from_value::<Section2>(Value::Object(body.clone()))
             .unwrap()
-            .check(today)
+            .check(today, None)
     }
 
     fn codes(r: Result<Section2Input, Vec<FieldError>>) -> Vec<(String, &'static str)> {
@@ -1007,6 +1090,70 @@ mod tests {
         }
     }
 
+    /// A receipt is one of the documents recorded, without an expiration.
+    #[test]
+    fn a_receipt_is_a_document_recorded_without_expiration() {
+        let bc = with(
+            json!({"listBDocTitle": "Driver's License", "listBDocIssuer": "OR", "listBDocNumber": "1",
+                   "listCDocTitle": "Social Security Card", "listCDocIssuer": "SSA", "listCDocNumber": "2",
+                   "listCDocReceipt": true}),
+        );
+        assert!(parse_section2(&bc, today()).unwrap().receipt);
+        let mut no_receipt = bc.clone();
+        no_receipt.remove("listCDocReceipt");
+        assert!(!parse_section2(&no_receipt, today()).unwrap().receipt);
+        let mut dated = bc.clone();
+        dated.insert("listCDocExpiration".into(), json!("2030-01-01"));
+        assert_eq!(
+            codes(parse_section2(&dated, today())),
+            [("listCDocExpiration".into(), "receipt")]
+        );
+        let mut elsewhere = bc;
+        elsewhere.insert("listA1DocReceipt".into(), json!(true));
+        assert_eq!(
+            codes(parse_section2(&elsewhere, today())),
+            [("listA1DocReceipt".into(), "required")]
+        );
+    }
+
+    /// The checkbox is recorded where the employer may use the procedure,
+    /// and refused, saying why, where it may not; unchecked, nothing is asked.
+    #[test]
+    fn the_alternative_procedure_needs_an_everify_employer_in_good_standing() {
+        let body = with(
+            json!({"listA1DocTitle": "U.S. Passport", "listA1DocIssuer": "U.S. Department of State",
+                               "listA1DocNumber": "X1234567", "alternativeProcedure": true}),
+        );
+        let read = |body: &Map<String, Value>, refusal: Option<&Refusal>| {
+            serde_json::from_value::<Section2>(Value::Object(body.clone()))
+                .unwrap()
+                .check(today(), refusal)
+        };
+        assert!(read(&body, None).unwrap().alternative_procedure);
+        let refusal = Refusal::NotInGoodStanding {
+            entity: "Acme".into(),
+            status: "Not Ready".into(),
+        };
+        let e = read(&body, Some(&refusal)).unwrap_err();
+        assert_eq!(e.len(), 1);
+        assert_eq!(
+            (e[0].field.as_str(), e[0].code),
+            ("alternativeProcedure", "everify_not_in_good_standing")
+        );
+        assert!(e[0].message.contains("Not Ready"), "{}", e[0].message);
+        for unchecked in [json!(false), Value::Null] {
+            let mut b = body.clone();
+            b.insert("alternativeProcedure".into(), unchecked);
+            assert!(!read(&b, Some(&refusal)).unwrap().alternative_procedure);
+        }
+        let mut b = body.clone();
+        b.insert("alternativeProcedure".into(), json!("yes"));
+        assert_eq!(
+            codes(read(&b, None)),
+            [("alternativeProcedure".into(), "invalid_type")]
+        );
+    }
+
     #[test]
     fn a_park_takes_an_optional_reason() {
         let park = |v: Value| serde_json::from_value::<Park>(v).unwrap().check();
@@ -1022,7 +1169,7 @@ mod tests {
     #[test]
     fn the_schema_states_the_fields_and_limits_each_body_enforces() {
         use crate::body::schema_is_enforced as each;
-        assert_eq!(each(|b: Section2| b.check(today()).map(drop)), 29);
+        assert_eq!(each(|b: Section2| b.check(today(), None).map(drop)), 33);
         assert_eq!(each(|b: Park| b.check().map(drop)), 1);
     }
 }

@@ -8,7 +8,8 @@ use axum::{
 use chrono::{DateTime, NaiveDate, Utc};
 use i9_common::{
     crypto::Purpose,
-    domain::{Attestation, I9Status, Permission, Scope, Section1Difference},
+    domain::{Attestation, DueKind, I9Status, Permission, Scope, Section1Difference},
+    models::retention,
 };
 use serde::Serialize;
 use sqlx::FromRow;
@@ -77,19 +78,34 @@ pub const QUEUES: &[Queue] = &[
                               ELSE i.date_due END, i.id",
         param: None,
     },
-    // Reverification due within withinDays days (already past included),
-    // not Parked, of employees still employed: not those whose current
-    // (latest) period of employment ended today or earlier (one ending
-    // later is still employed). The soonest first.
+    // Reverification due within withinDays days (already past included), of
+    // I-9s still followed up: not Parked, of employees still employed (not
+    // those whose current, latest, period of employment ended today or
+    // earlier; one ending later is still employed): `i9_awaits_follow_up`,
+    // written once in migrations/20261124200501_reminders.sql and read by
+    // the reminders too. The soonest first.
     Queue {
         name: "reverification",
         condition: "i.status <> 'Parked' AND i.i9_expiration <= {today} + {param}
-                    AND NOT EXISTS (
-                        SELECT 1 FROM (SELECT p.terminated_date FROM employment_periods p
-                                       WHERE p.employee_id = i.employee_id
-                                       ORDER BY p.id DESC LIMIT 1) AS latest
-                        WHERE latest.terminated_date <= {today})",
+                    AND i9_awaits_follow_up(i.status, i.employee_id, {today})",
         order: "ORDER BY i.i9_expiration, i.id",
+        param: Some("withinDays"),
+    },
+    // Expiring-document reminders (docs/reminders.md): the receipt queue and
+    // the two dates together, on the same I-9s as `reverification`.
+    Queue {
+        name: "receipt",
+        condition: "i.status <> 'Parked' AND i.receipt_due_date <= {today} + {param}
+                    AND i9_awaits_follow_up(i.status, i.employee_id, {today})",
+        order: "ORDER BY i.receipt_due_date, i.id",
+        param: Some("withinDays"),
+    },
+    Queue {
+        name: "expiring",
+        condition: "i.status <> 'Parked'
+                    AND LEAST(i.i9_expiration, i.receipt_due_date) <= {today} + {param}
+                    AND i9_awaits_follow_up(i.status, i.employee_id, {today})",
+        order: "ORDER BY LEAST(i.i9_expiration, i.receipt_due_date), i.id",
         param: Some("withinDays"),
     },
 ];
@@ -188,10 +204,13 @@ pub struct I9Filters {
     /// Section 2 not yet; by `dateDue`), `overdue` (Section 1 not signed by `startDate`, or
     /// Section 2 not recorded by `dateDue`; the longest overdue first), `reverification`
     /// (`i9Expiration` at most `withinDays` days from today, passed ones included, not `Parked`,
-    /// not of a terminated employee; by `i9Expiration`). Any case; combines with the other filters.
+    /// not of a terminated employee; by `i9Expiration`), `receipt` (the same by `receiptDueDate`:
+    /// a receipt's replacement due), `expiring` (either date, by `dueDate`; docs/reminders.md).
+    /// Any case; combines with the other filters.
     #[param(inline)]
     queue: Option<QueueName>,
-    /// Days from today (UTC) for `queue=reverification`, which needs it; only with that queue.
+    /// Days from today (UTC) for `queue=reverification`, `receipt` and `expiring`, which need it;
+    /// only with those queues.
     #[param(inline)]
     withinDays: Option<WithinDays>,
     #[param(inline)]
@@ -217,6 +236,12 @@ pub struct I9Summary {
     /// When reverification is due: the date that puts an I-9 in the `reverification` queue
     /// and orders it (docs/api.md, "Work queues").
     pub i9_expiration: Option<NaiveDate>,
+    /// The next document due (docs/reminders.md): the earlier of `i9Expiration` and the
+    /// receipt due date; `null` when neither is set. Orders `queue=expiring`.
+    pub due_date: Option<NaiveDate>,
+    /// What is due by `dueDate`: `reverification` (`i9Expiration`) or `receipt` (a receipt's
+    /// replacement; reverification when both fall the same day); `null` with `dueDate`.
+    pub due_kind: Option<DueKind>,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -252,8 +277,13 @@ pub struct I9Record {
     pub start_date: Option<NaiveDate>,
     /// When reverification is due.
     pub i9_expiration: Option<NaiveDate>,
-    /// The earliest date the record may be purged, once the employee is terminated.
+    /// The date the record is purged on, once its period of employment is
+    /// terminated: the later of hire + 3 years and termination + 1 year
+    /// (docs/retention.md); `null` while employed.
     pub retention_date: Option<NaiveDate>,
+    /// Whether a legal hold (on the employee or its legal entity) keeps the
+    /// record from the purge (docs/retention.md, "Legal holds").
+    pub legal_hold: bool,
     pub signed_date_employee: Option<NaiveDate>,
     pub signed_date_employer: Option<NaiveDate>,
     pub signed_date_translator: Option<NaiveDate>,
@@ -295,6 +325,11 @@ pub struct I9Record {
     pub translator_city: Option<String>,
     pub translator_state: Option<String>,
     pub translator_zip: Option<String>,
+    /// Supplement A: every preparer and/or translator who assisted the
+    /// employee with Section 1, in the order given; the first is also in
+    /// `translator*` and `signedDateTranslator` (docs/supplement-a.md). `[]`
+    /// when none did, or before Section 1 is signed.
+    pub preparers_and_translators: Vec<PreparerRecord>,
     pub list_a1_doc_title: Option<String>,
     pub list_a1_doc_issuer: Option<String>,
     pub list_a1_doc_number: Option<String>,
@@ -315,8 +350,17 @@ pub struct I9Record {
     pub list_c_doc_issuer: Option<String>,
     pub list_c_doc_number: Option<String>,
     pub list_c_doc_expiration: Option<NaiveDate>,
+    /// Section 2's checkbox: the documents were examined under the DHS
+    /// alternative procedure (docs/remote-examination.md).
+    pub alternative_procedure: bool,
     /// `self` and `employee`.
     pub links: Vec<Link>,
+    // Supplement B (docs/reverification.md).
+    /// The day by which the real document must replace a receipt for a lost, stolen or damaged
+    /// one (90 days); `null` when no receipt is pending.
+    pub receipt_due_date: Option<NaiveDate>,
+    /// The Supplement B entries (reverifications, rehires, receipt updates), oldest first.
+    pub supplement_b: Vec<super::supplement_b::SupplementBEntry>,
     #[serde(skip)]
     pub ssn_ciphertext: Option<Vec<u8>>,
     #[serde(skip)]
@@ -325,9 +369,28 @@ pub struct I9Record {
     pub location_id: i64,
     #[serde(skip)]
     pub integration_client_id: Option<i64>,
-    /// Computed at read from the period of employment.
     #[serde(skip)]
-    pub purge_after: Option<NaiveDate>,
+    pub purged_at: Option<DateTime<Utc>>,
+}
+
+/// One preparer and/or translator of Supplement A (docs/supplement-a.md).
+#[derive(Debug, Serialize, ToSchema, FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct PreparerRecord {
+    pub last_name: String,
+    pub first_name: String,
+    pub middle_initial: Option<String>,
+    /// Street number and name.
+    pub address: String,
+    pub city: String,
+    /// USPS code of a state, territory or military post office.
+    pub state: String,
+    /// `12345` or `12345-6789`.
+    pub zip: String,
+    /// The preparer's typed name: their electronic signature.
+    pub signature: String,
+    /// The day they signed (the day Section 1 was signed).
+    pub signed_date: NaiveDate,
 }
 
 /// `section1_differences` as stored (JSON).
@@ -406,11 +469,12 @@ struct I9Row {
     list_c_doc_issuer: Option<String>,
     list_c_doc_number: Option<String>,
     list_c_doc_expiration: Option<NaiveDate>,
+    alternative_procedure: bool,
     ssn_ciphertext: Option<Vec<u8>>,
     ssn_last4: Option<String>,
     location_id: i64,
     integration_client_id: Option<i64>,
-    purge_after: Option<NaiveDate>,
+    purged_at: Option<DateTime<Utc>>,
 }
 
 /// The record with its number and links left empty (`load` fills them).
@@ -469,6 +533,7 @@ impl From<I9Row> for I9Record {
             translator_city: r.translator_city,
             translator_state: r.translator_state,
             translator_zip: r.translator_zip,
+            preparers_and_translators: Vec::new(),
             list_a1_doc_title: r.list_a1_doc_title,
             list_a1_doc_issuer: r.list_a1_doc_issuer,
             list_a1_doc_number: r.list_a1_doc_number,
@@ -489,12 +554,16 @@ impl From<I9Row> for I9Record {
             list_c_doc_issuer: r.list_c_doc_issuer,
             list_c_doc_number: r.list_c_doc_number,
             list_c_doc_expiration: r.list_c_doc_expiration,
+            alternative_procedure: r.alternative_procedure,
             links: Vec::new(),
+            receipt_due_date: None,
+            supplement_b: Vec::new(),
             ssn_ciphertext: r.ssn_ciphertext,
             ssn_last4: r.ssn_last4,
             location_id: r.location_id,
             integration_client_id: r.integration_client_id,
-            purge_after: r.purge_after,
+            purged_at: r.purged_at,
+            legal_hold: false,
         }
     }
 }
@@ -517,18 +586,25 @@ pub async fn list(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Response> {
     caller.require(Scope::Read, Permission::ViewI9s)?;
-    let q = ListQuery::parse_as(raw.as_deref(), FILTERS, format)?;
+    let q = ListQuery::parse_as(raw.as_deref(), FILTERS, format)?.on(state.config.today());
     let visibility = caller.visibility(&state.pool).await?;
     let (rows, total): (Vec<I9Summary>, i64) = q
         .fetch_page(
             &state.pool,
             &state.cipher,
             PageSql {
-                from: "FROM i9s i JOIN employees e ON e.id = i.employee_id WHERE TRUE",
+                // A purged I-9 is listed no more (docs/retention.md).
+                from:
+                    "FROM i9s i JOIN employees e ON e.id = i.employee_id WHERE i.purged_at IS NULL",
                 count_from: None,
                 columns: "i.id, i.first_name, i.last_name, i.email_address,
                           i.status AS i9_status, i.date_due, i.start_date, i.employee_id,
-                          i.i9_expiration",
+                          i.i9_expiration,
+                          LEAST(i.i9_expiration, i.receipt_due_date) AS due_date,
+                          CASE WHEN i.i9_expiration <= i.receipt_due_date
+                                    OR i.receipt_due_date IS NULL AND i.i9_expiration IS NOT NULL
+                               THEN 'reverification'
+                               WHEN i.receipt_due_date IS NOT NULL THEN 'receipt' END AS due_kind",
                 order: "ORDER BY i.id",
                 restrict: Some(Restrict::Employee(&visibility, "e")),
             },
@@ -544,10 +620,11 @@ pub async fn list(
 }
 
 /// 404 unless the I-9 exists and the caller may see it: the check of a step
-/// on it, which discloses nothing (and so decrypts and audits nothing).
+/// on it, which discloses nothing (and so decrypts and audits nothing). 410
+/// once it is purged: no step, link or history (docs/retention.md).
 pub async fn check_visible(state: &AppState, caller: &Caller, id: i64) -> ApiResult<()> {
     let owner = sqlx::query!(
-        "SELECT e.location_id, e.integration_client_id
+        "SELECT e.location_id, e.integration_client_id, i.purged_at
          FROM i9s i JOIN employees e ON e.id = i.employee_id WHERE i.id = $1",
         id,
     )
@@ -555,7 +632,13 @@ pub async fn check_visible(state: &AppState, caller: &Caller, id: i64) -> ApiRes
     .await?;
     let visibility = caller.visibility(&state.pool).await?;
     match owner {
-        Some(o) if visibility.sees(o.location_id, o.integration_client_id) => Ok(()),
+        Some(o) if visibility.sees(o.location_id, o.integration_client_id) => match o.purged_at {
+            Some(_) => Err(super::legal_holds::gone(
+                "I-9",
+                retention::destruction(&state.pool, id).await?,
+            )),
+            None => Ok(()),
+        },
         _ => Err(ApiError::NotFound),
     }
 }
@@ -584,20 +667,9 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Rec
                   i.list_a2_doc_expiration, i.list_a3_doc_title, i.list_a3_doc_issuer, i.list_a3_doc_number,
                   i.list_a3_doc_expiration, i.list_b_doc_title, i.list_b_doc_issuer, i.list_b_doc_number,
                   i.list_b_doc_expiration, i.list_c_doc_title, i.list_c_doc_issuer, i.list_c_doc_number,
-                  i.list_c_doc_expiration, i.ssn_ciphertext, i.ssn_last4, e.location_id,
-                  e.integration_client_id,
-                  -- Retention: once terminated, the later of hire + 3 years and termination + 1 year.
-                  CASE WHEN p.terminated_date IS NOT NULL THEN
-                      GREATEST(COALESCE(i.start_date, p.start_date) + INTERVAL '3 years',
-                               p.terminated_date + INTERVAL '1 year')::DATE
-                  END AS purge_after
+                  i.list_c_doc_expiration, i.alternative_procedure, i.ssn_ciphertext, i.ssn_last4, e.location_id,
+                  e.integration_client_id, i.purged_at
            FROM i9s i JOIN employees e ON e.id = i.employee_id
-           LEFT JOIN LATERAL (
-               SELECT start_date, terminated_date FROM employment_periods
-               WHERE id = i.employment_period_id
-                  OR (i.employment_period_id IS NULL AND employee_id = i.employee_id)
-               ORDER BY id DESC LIMIT 1
-           ) p ON TRUE
            WHERE i.id = $1"#,
         id,
     )
@@ -622,11 +694,33 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Rec
     if rec.ssn_ciphertext.is_some() && caller.has(Permission::FullSsn) {
         audit::record_ssn_reads(&state.pool, caller, "i9", &[id]).await?;
     }
-    rec.retention_date = rec.purge_after.or(rec.retention_date);
+    rec.preparers_and_translators = sqlx::query_as!(
+        PreparerRecord,
+        "SELECT last_name, first_name, middle_initial, address, city, state, zip, signature,
+                signed_date
+         FROM i9_preparers WHERE i9_id = $1 ORDER BY position",
+        id,
+    )
+    .fetch_all(&state.pool)
+    .await?;
+    // Retention (docs/retention.md): the stored date; a purged I-9 is gone,
+    // a held one says so.
+    if rec.purged_at.is_some() {
+        let d = retention::destruction(&state.pool, id).await?;
+        return Err(super::legal_holds::gone("I-9", d));
+    }
+    rec.legal_hold = retention::held(&state.pool, rec.employee_id).await?;
     rec.links = vec![
         Link::new("self", format!("/v1/i9s/{id}")),
         Link::new("employee", format!("/v1/employees/{}", rec.employee_id)),
     ];
+    // Supplement B (docs/reverification.md).
+    let mut conn = state.pool.acquire().await?;
+    rec.receipt_due_date =
+        sqlx::query_scalar!("SELECT receipt_due_date FROM i9s WHERE id = $1", id)
+            .fetch_one(&mut *conn)
+            .await?;
+    rec.supplement_b = super::supplement_b::entries(&mut conn, id).await?;
     Ok(rec)
 }
 
@@ -638,6 +732,7 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Rec
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such I-9, or its employee is not in the caller's groups", body = Problem, content_type = "application/problem+json"),
+        (status = 410, description = "Purged at the end of its retention period (docs/retention.md)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("oauth2" = ["read"]))
 )]
@@ -662,5 +757,7 @@ impl crate::list::CsvColumns for I9Summary {
         "startDate",
         "employeeId",
         "i9Expiration",
+        "dueDate",
+        "dueKind",
     ];
 }

@@ -1,6 +1,7 @@
 //! The HTTP routes: one module per resource.
 
 pub mod account;
+pub mod calendar;
 pub mod eins;
 pub mod employees;
 pub mod groups;
@@ -8,6 +9,7 @@ pub mod health;
 pub mod history;
 pub mod i9_steps;
 pub mod i9s;
+pub mod legal_holds;
 pub mod oauth;
 pub mod openapi;
 pub mod pages;
@@ -15,6 +17,7 @@ pub mod partners;
 pub mod roles;
 pub mod section1;
 pub mod section1_link;
+pub mod supplement_b;
 pub mod users;
 
 use axum::{extract::FromRequestParts, http::request::Parts};

@@ -3,7 +3,10 @@
 //! `docs/openapi.json` (a test checks that it is current).
 
 use axum::Json;
-use i9_common::events::{EmploymentEvent, EmploymentEventType, I9Event, I9EventType};
+use i9_common::events::{
+    DocumentDueEvent, DocumentDueEventType, EmploymentEvent, EmploymentEventType, I9Event,
+    I9EventType,
+};
 use utoipa::{
     openapi::{
         security::{Flow, OAuth2, Password, Scopes, SecurityScheme},
@@ -13,8 +16,8 @@ use utoipa::{
 };
 
 use super::{
-    eins, employees, groups, health, history, i9_steps, i9s, oauth, partners, roles, section1_link,
-    users,
+    calendar, eins, employees, groups, health, history, i9_steps, i9s, legal_holds, oauth,
+    partners, roles, section1_link, supplement_b, users,
 };
 use crate::{auth::Caller, error};
 
@@ -32,14 +35,23 @@ use crate::{auth::Caller, error};
         employees::list, employees::get_one, employees::write::create, employees::write::update,
         employees::periods::list, history::employee, history::i9, section1_link::reissue,
         i9s::list, i9s::get_one, partners::section1, partners::locations, i9_steps::section2, i9_steps::complete, i9_steps::approve, i9_steps::park,
+        supplement_b::reverify, supplement_b::receipt_update, supplement_b::list,
         eins::list, eins::get_one,
+        calendar::days, calendar::section2_due, calendar::list_closed_days, calendar::set_closed_day, calendar::remove_closed_day,
         groups::list, groups::get_one, groups::users,
         users::list, users::get_one,
         roles::list, roles::get_one,
         health::healthz, health::readyz, health::metrics,
         openapi_json,
+        legal_holds::hold_employee, legal_holds::hold_legal_entity, legal_holds::list, legal_holds::lift,
     ),
-    components(schemas(error::Problem, error::FieldError, I9Event, EmploymentEvent)),
+    components(schemas(
+        error::Problem,
+        error::FieldError,
+        I9Event,
+        EmploymentEvent,
+        DocumentDueEvent
+    )),
     modifiers(&Security, &ClosedBodies, &BodyRefusals, &ResponseHeaders, &Webhooks)
 )]
 pub struct ApiDoc;
@@ -55,7 +67,7 @@ impl Modify for Security {
                 "/oauth2/access_token",
                 Scopes::from_iter([
                     ("read", "GET requests"),
-                    ("write", "POST and PATCH requests"),
+                    ("write", "POST, PUT, PATCH and DELETE requests"),
                 ]),
             ))])),
         );
@@ -314,7 +326,7 @@ impl Modify for ResponseHeaders {
 struct Webhooks;
 
 /// The component schemas of the event payloads.
-pub const EVENT_SCHEMAS: [&str; 2] = ["I9Event", "EmploymentEvent"];
+pub const EVENT_SCHEMAS: [&str; 3] = ["I9Event", "EmploymentEvent", "DocumentDueEvent"];
 
 impl Modify for Webhooks {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
@@ -348,9 +360,20 @@ impl Modify for Webhooks {
             };
             (t.as_str(), "EmploymentEvent", summary)
         });
+        // Expiring-document reminders (docs/reminders.md).
+        let document_due = DocumentDueEventType::ALL.map(|t| {
+            let summary = match t {
+                DocumentDueEventType::DocumentDue => {
+                    "A reverification or receipt date of an I-9 of a partner's employee reached a \
+                     reminder threshold, or passed"
+                }
+            };
+            (t.as_str(), "DocumentDueEvent", summary)
+        });
         let hooks: serde_json::Map<String, serde_json::Value> = i9
             .into_iter()
             .chain(employment)
+            .chain(document_due)
             .map(|(event_type, schema, summary)| {
                 (event_type.to_owned(), webhook(event_type, schema, summary))
             })

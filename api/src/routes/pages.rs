@@ -89,7 +89,7 @@ pub(crate) fn asked(q: &Result<Query<LangQuery>, QueryRejection>) -> Option<Lang
 /// Content-Security-Policy allows it by its hash and nothing else
 /// (`api/src/page_security.rs`).
 pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:36rem;margin:2rem auto;padding:0 1rem;line-height:1.5}\
-label{display:block;margin-top:1rem;font-weight:600}input{font-size:1rem;padding:.4rem;width:100%;box-sizing:border-box}\
+label{display:block;margin-top:1rem;font-weight:600}input,select{font-size:1rem;padding:.4rem;width:100%;box-sizing:border-box}\
 .error{color:#a40000;font-weight:600}.hint{color:#444;margin:.2rem 0}\
 .summary{border:2px solid #a40000;padding:.5rem 1rem;margin:1rem 0}fieldset{margin-top:1rem}\
 fieldset label{font-weight:400}input[type=radio],input[type=checkbox]{width:auto}button{margin-top:1.5rem;font-size:1rem;padding:.5rem 1.2rem}";

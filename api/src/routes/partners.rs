@@ -7,7 +7,9 @@
 //! what its ended employment left open is parked); one still employed is a
 //! 409, whatever its I-9 (docs/partners.md, "The service matches the
 //! employee"). Then the I-9 is requested and the answer carries its Section 1
-//! link. One transaction, like every write.
+//! link; or, for a re-hire with `rehireI9: supplementB`, the re-hire is
+//! recorded on Supplement B of the latest I-9 and the answer has no link
+//! (docs/reverification.md, "Rehire"). One transaction, like every write.
 
 use axum::{
     extract::{RawQuery, State},
@@ -20,6 +22,7 @@ use i9_common::{
         employee::{self, Integration, Period},
         i9,
         i9_request::I9Request,
+        supplement_b,
     },
 };
 use serde::Serialize;
@@ -28,14 +31,14 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::employees::{
-    input::PartnerHire,
+    input::{PartnerHire, RehireI9},
     write::{check_references, check_unique, read_body, section1_link},
 };
 use crate::list::Format;
 use crate::{
     auth::{Caller, Visibility},
     body::JsonBody,
-    error::{ApiError, ApiResult, Problem},
+    error::{ApiError, ApiResult, FieldError, Problem},
     idempotency::{self, Outcome, Replay},
     list::{
         filter, no_computed, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse, PageSql,
@@ -49,8 +52,10 @@ use crate::{
 #[derive(Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Section1Started {
-    /// The employee completes Section 1 here (absolute URL; shown only in this answer).
-    pub i9_section1_link: String,
+    /// The employee completes Section 1 here (absolute URL; shown only in
+    /// this answer). `null` for a re-hire recorded on Supplement B
+    /// (`rehireI9: supplementB`), which starts no new I-9.
+    pub i9_section1_link: Option<String>,
     /// The employee's id.
     pub id: i64,
     /// `self`: the employee.
@@ -236,7 +241,18 @@ pub async fn section1(
     let actor = caller.actor();
     let transaction = Uuid::new_v4().to_string();
     // The matching rule (docs/partners.md, "The service matches the employee").
+    let on_supplement_b = hire.rehire_i9 == RehireI9::SupplementB;
     let (id, action) = match existing {
+        None if on_supplement_b => {
+            return Err(ApiError::Validation(vec![FieldError::new(
+                "rehireI9",
+                "not_a_rehire",
+                format!(
+                    "Candidate {candidate} is not an employee yet: a new employee starts a new \
+                     I-9 (leave out rehireI9)."
+                ),
+            )]))
+        }
         None => {
             check_unique(&mut tx, &state, &caller, &visibility, fields, None).await?;
             let id = employee::insert(&mut tx, &state.cipher, fields).await?;
@@ -252,21 +268,28 @@ pub async fn section1(
             check_unique(&mut tx, &state, &caller, &visibility, fields, Some(id)).await?;
             // What the ended employment left open is parked, so that the new
             // I-9 can start; before the update, so that an I-9 made here from
-            // a pending request keeps the data it was requested with.
-            i9::park_for_rehire(
-                &mut tx,
-                &state.cipher,
-                &actor,
-                id,
-                &format!(
-                    "Parked: candidate {candidate} was re-hired through the partner operation \
+            // a pending request keeps the data it was requested with. A
+            // re-hire on Supplement B needs the latest I-9 completed, and
+            // says so (below) rather than parking it.
+            if !on_supplement_b {
+                i9::park_for_rehire(
+                    &mut tx,
+                    &state.cipher,
+                    &actor,
+                    id,
+                    &format!(
+                        "Parked: candidate {candidate} was re-hired through the partner operation \
                      (a new period of employment and a new I-9)."
-                ),
-                base,
-            )
-            .await?;
+                    ),
+                    base,
+                )
+                .await?;
+            }
             employee::update(&mut tx, &state.cipher, id, fields).await?;
             employee::start_period(&mut tx, id, start, base).await?;
+            if on_supplement_b {
+                supplement_b::rehire(&mut tx, &actor, id, state.config.today(), "rehireI9").await?;
+            }
             (id, "partner.rehire")
         }
         Some((id, _)) => return Err(ApiError::Conflict(still_employed(candidate, id))),
@@ -287,31 +310,34 @@ pub async fn section1(
         },
     )
     .await?;
-    let request = I9Request::new(
-        hire.onboarding,
-        &state.config.public_base_url,
-        state.config.section1_link_ttl,
-    )
-    .of_partner_push(transaction);
-    request.insert(&mut tx, &state.cipher, id).await?;
-    employee::audit(
-        &mut tx,
-        &actor,
-        action,
-        id,
-        serde_json::json!({ "candidate": candidate, "onboardingType": hire.onboarding }),
-    )
-    .await?;
+    let request = if on_supplement_b {
+        None
+    } else {
+        let request = I9Request::new(
+            hire.onboarding,
+            &state.config.public_base_url,
+            state.config.section1_link_ttl,
+        )
+        .of_partner_push(transaction);
+        request.insert(&mut tx, &state.cipher, id).await?;
+        Some(request)
+    };
+    let mut detail =
+        serde_json::json!({ "candidate": candidate, "onboardingType": hire.onboarding });
+    if on_supplement_b {
+        detail["rehireI9"] = "supplementB".into();
+    }
+    employee::audit(&mut tx, &actor, action, id, detail).await?;
 
     let location = format!("/v1/employees/{id}");
-    let answer = Section1Started {
-        i9_section1_link: request.link,
-        id,
-        links: vec![Link::new("self", location.clone())],
-    };
     let outcome = Outcome {
         resource_id: id,
-        section1_request: Some(request.id),
+        section1_request: request.as_ref().map(|r| r.id),
+    };
+    let answer = Section1Started {
+        i9_section1_link: request.map(|r| r.link),
+        id,
+        links: vec![Link::new("self", location.clone())],
     };
     idempotency::created(
         Some(tx),
@@ -352,13 +378,13 @@ async fn replay_answer(
     if !owner.is_some_and(|o| visibility.sees(o.location_id, o.integration_client_id)) {
         return Err(ApiError::NotFound);
     }
-    let request = replay.outcome.section1_request.ok_or_else(|| {
-        ApiError::Internal(anyhow::anyhow!(
-            "a partner answer kept without its I-9 request"
-        ))
-    })?;
+    // No request: a re-hire recorded on Supplement B, answered without a link.
+    let link = match replay.outcome.section1_request {
+        Some(request) => Some(section1_link(&mut conn, state, request).await?),
+        None => None,
+    };
     let answer = Section1Started {
-        i9_section1_link: section1_link(&mut conn, state, request).await?,
+        i9_section1_link: link,
         id,
         links: vec![Link::new("self", format!("/v1/employees/{id}"))],
     };

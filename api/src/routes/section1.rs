@@ -26,7 +26,7 @@ use i9_common::{
         SsnError, Step,
     },
     models::{
-        i9::{self as lifecycle, Section1},
+        i9::{self as lifecycle, Preparer, Section1, MAX_PREPARERS},
         Actor, WriteError,
     },
 };
@@ -52,7 +52,6 @@ struct Text {
     apt: &'static str,
     city: &'static str,
     state: &'static str,
-    state_hint: &'static str,
     zip: &'static str,
     zip_hint: &'static str,
     dob: &'static str,
@@ -107,6 +106,27 @@ struct Text {
     expired: &'static str,
     too_long: &'static str,
     unreadable: &'static str,
+    // Supplement A (docs/supplement-a.md).
+    preparer_q: &'static str,
+    no_preparer: &'static str,
+    assisted: &'static str,
+    supplement: &'static str,
+    supplement_intro: &'static str,
+    /// Before a preparer's number, in a row's legend and the error summary.
+    preparer_n: &'static str,
+    preparer_attest: &'static str,
+    preparer_signature: &'static str,
+    preparer_date: &'static str,
+    add_preparer: &'static str,
+    choose_state: &'static str,
+    preparer_name: &'static str,
+    preparer_signature_name: &'static str,
+    preparer_attest_name: &'static str,
+    choose_preparer: &'static str,
+    need_preparer: &'static str,
+    preparer_conflict: &'static str,
+    preparer_sign_mismatch: &'static str,
+    not_today: &'static str,
 }
 
 const EN: Text = Text {
@@ -121,7 +141,6 @@ const EN: Text = Text {
     apt: "Apartment number",
     city: "City or town *",
     state: "State *",
-    state_hint: "The two-letter abbreviation, e.g. CA.",
     zip: "ZIP code *",
     zip_hint: "5 digits, e.g. 97201, or ZIP+4, e.g. 97201-1234.",
     dob: "Date of birth (YYYY-MM-DD or MM/DD/YYYY) *",
@@ -160,7 +179,7 @@ const EN: Text = Text {
     bad_date: "Enter a real date, YYYY-MM-DD or MM/DD/YYYY.",
     future_birth: "Enter your date of birth; it cannot be in the future.",
     early_birth: "Enter your date of birth; it cannot be before 1900.",
-    bad_state: "Enter the two-letter state abbreviation, e.g. CA.",
+    bad_state: "Choose the state, territory or military post office from the list.",
     bad_zip: "Enter the ZIP code as 5 digits, or as ZIP+4: 12345-6789.",
     bad_a_number: "Enter the A-Number as 7 to 9 digits, e.g. A123456789.",
     bad_admission: "Enter the 11 digits and letters of the I-94 admission number.",
@@ -173,6 +192,25 @@ const EN: Text = Text {
     expired: "This date is in the past.",
     too_long: "This is too long.",
     unreadable: "This holds characters that cannot be used; type it again.",
+    preparer_q: "Preparer and/or translator: did anyone help you complete this section?",
+    no_preparer: "I did not use a preparer or translator.",
+    assisted: "A preparer(s) and/or translator(s) assisted the employee in completing Section 1.",
+    supplement: "Supplement A: Preparer and/or translator certification",
+    supplement_intro: "Each person who helped you fills in one part below and signs it with their typed name; you still sign Section 1 yourself. Leave it blank if no one helped. To add a person use the last button of the page; to remove one, clear their part.",
+    preparer_n: "Preparer or translator",
+    preparer_attest: "I attest, under penalty of perjury, that I have assisted in the completion of Section 1 of this form and that to the best of my knowledge the information is true and correct. *",
+    preparer_signature: "Signature of preparer or translator: type their first and last name *",
+    preparer_date: "Today's date *",
+    add_preparer: "Add another preparer or translator",
+    choose_state: "Choose the state",
+    preparer_name: "Preparer or translator",
+    preparer_signature_name: "Signature",
+    preparer_attest_name: "Attestation",
+    choose_preparer: "Check one of the two boxes.",
+    need_preparer: "You checked that a preparer or translator assisted: each one fills in their part of Supplement A.",
+    preparer_conflict: "Supplement A is filled in: check that a preparer or translator assisted, or clear their part.",
+    preparer_sign_mismatch: "Type the preparer's or translator's first and last name exactly as entered in this part.",
+    not_today: "Enter today's date, the day Section 1 is signed.",
 };
 
 const ES: Text = Text {
@@ -187,7 +225,6 @@ const ES: Text = Text {
     apt: "Número de apartamento",
     city: "Ciudad o pueblo *",
     state: "Estado *",
-    state_hint: "La abreviatura de dos letras, p. ej., CA.",
     zip: "Código postal *",
     zip_hint: "5 dígitos, p. ej., 97201, o ZIP+4, p. ej., 97201-1234.",
     dob: "Fecha de nacimiento (AAAA-MM-DD o MM/DD/AAAA) *",
@@ -226,7 +263,7 @@ const ES: Text = Text {
     bad_date: "Escriba una fecha válida, AAAA-MM-DD o MM/DD/AAAA.",
     future_birth: "Escriba su fecha de nacimiento; no puede ser una fecha futura.",
     early_birth: "Escriba su fecha de nacimiento; no puede ser anterior a 1900.",
-    bad_state: "Escriba la abreviatura de dos letras del estado, p. ej., CA.",
+    bad_state: "Elija el estado, territorio u oficina postal militar de la lista.",
     bad_zip: "Escriba el código postal con 5 dígitos, o como ZIP+4: 12345-6789.",
     bad_a_number: "Escriba el número A con 7 a 9 dígitos, p. ej., A123456789.",
     bad_admission: "Escriba los 11 dígitos y letras del número de admisión del I-94.",
@@ -239,9 +276,52 @@ const ES: Text = Text {
     expired: "Esta fecha ya pasó.",
     too_long: "Es demasiado largo.",
     unreadable: "Contiene caracteres que no se pueden usar; escríbalo de nuevo.",
+    preparer_q: "Preparador y/o traductor: ¿alguien le ayudó a completar esta sección?",
+    no_preparer: "No usé un preparador ni traductor.",
+    assisted: "Uno o varios preparadores y/o traductores ayudaron al empleado a completar la Sección 1.",
+    supplement: "Suplemento A: Certificación del preparador y/o traductor",
+    supplement_intro: "Cada persona que le ayudó completa una parte abajo y la firma escribiendo su nombre; usted firma la Sección 1 de todos modos. Déjelo en blanco si nadie le ayudó. Para añadir una persona use el último botón de la página; para quitar una, borre su parte.",
+    preparer_n: "Preparador o traductor",
+    preparer_attest: "Declaro, bajo pena de perjurio, que he ayudado a completar la Sección 1 de este formulario y que, a mi leal saber y entender, la información es verdadera y correcta. *",
+    preparer_signature: "Firma del preparador o traductor: escriba su nombre y apellido *",
+    preparer_date: "Fecha de hoy *",
+    add_preparer: "Añadir otro preparador o traductor",
+    choose_state: "Elija el estado",
+    preparer_name: "Preparador o traductor",
+    preparer_signature_name: "Firma",
+    preparer_attest_name: "Declaración",
+    choose_preparer: "Marque una de las dos casillas.",
+    need_preparer: "Marcó que un preparador o traductor le ayudó: cada uno completa su parte del Suplemento A.",
+    preparer_conflict: "El Suplemento A tiene datos: marque que un preparador o traductor le ayudó, o borre su parte.",
+    preparer_sign_mismatch: "Escriba el nombre y apellido del preparador o traductor tal como en esta parte.",
+    not_today: "Escriba la fecha de hoy, el día en que se firma la Sección 1.",
 };
 
 impl Text {
+    /// How the error summary names the form's field `field`: a preparer's
+    /// field with the preparer's number ("Preparer or translator 2: State").
+    fn summary_name(&self, field: &'static str) -> String {
+        match preparer_field(field) {
+            Some((row, part)) => {
+                let label = match PreparerPart::ALL[part] {
+                    PreparerPart::LastName => self.last,
+                    PreparerPart::FirstName => self.first,
+                    PreparerPart::MiddleInitial => self.middle,
+                    PreparerPart::Address => self.street,
+                    PreparerPart::City => self.city,
+                    PreparerPart::State => self.state,
+                    PreparerPart::Zip => self.zip,
+                    PreparerPart::Agree => self.preparer_attest_name,
+                    PreparerPart::Signature => self.preparer_signature_name,
+                    PreparerPart::Date => self.preparer_date,
+                };
+                let label = label.strip_suffix(" *").unwrap_or(label);
+                format!("{} {}: {label}", self.preparer_n, row + 1)
+            }
+            None => self.field_name(field).to_owned(),
+        }
+    }
+
     /// The name of the form's field `field` in the error summary: its label
     /// without the `*` of a required field, or a shorter name.
     fn field_name(&self, field: &'static str) -> &'static str {
@@ -267,6 +347,7 @@ impl Text {
             "foreignPassportCountry" => self.country,
             "agree" => self.agree_name,
             "signature" => self.signature_name,
+            "preparer" => self.preparer_name,
             other => other,
         };
         label.strip_suffix(" *").unwrap_or(label)
@@ -287,10 +368,63 @@ impl Lang {
 /// before it looks again (its `Retry-After` and `refresh`).
 pub const PREPARING_RETRY_SECS: u32 = 5;
 
-/// What the Section 1 form sends, and what it shows prefilled.
+/// What the Section 1 form sends, and what it shows prefilled: the fields
+/// of Section 1 ([`Fields`], reached through `Deref`) and the part of each
+/// preparer and/or translator of Supplement A, sent as
+/// `preparer{n}{Part}` ([`PREPARER_FIELDS`]). Read strictly, as every page
+/// form ([`crate::page_form`]): a field sent twice or one the page does not
+/// have makes the form unreadable.
+#[derive(Default)]
+pub struct SignForm {
+    fields: Fields,
+    /// The rows of Supplement A the page shows, blank ones included.
+    preparers: Vec<PreparerForm>,
+}
+
+impl std::ops::Deref for SignForm {
+    type Target = Fields;
+    fn deref(&self) -> &Fields {
+        &self.fields
+    }
+}
+
+impl std::ops::DerefMut for SignForm {
+    fn deref_mut(&mut self) -> &mut Fields {
+        &mut self.fields
+    }
+}
+
+impl<'de> Deserialize<'de> for SignForm {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error as _;
+        let pairs = Vec::<(String, String)>::deserialize(d)?;
+        let mut preparers: Vec<PreparerForm> = Vec::new();
+        let mut sent = std::collections::HashSet::new();
+        let mut rest = Vec::with_capacity(pairs.len());
+        for (key, value) in pairs {
+            let Some((row, part)) = preparer_field(&key) else {
+                rest.push((key, value));
+                continue;
+            };
+            if !sent.insert((row, part)) {
+                return Err(D::Error::custom("a field sent twice"));
+            }
+            if preparers.len() <= row {
+                preparers.resize_with(row + 1, PreparerForm::default);
+            }
+            *preparers[row].part_mut(PreparerPart::ALL[part]) = value;
+        }
+        let fields = Fields::deserialize(serde::de::value::MapDeserializer::<_, D::Error>::new(
+            rest.into_iter(),
+        ))?;
+        Ok(Self { fields, preparers })
+    }
+}
+
+/// The fields of Section 1 on the form.
 #[derive(Default, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
-pub struct SignForm {
+pub struct Fields {
     last_name: String,
     first_name: String,
     middle_initial: String,
@@ -312,14 +446,171 @@ pub struct SignForm {
     foreign_passport_country: String,
     signature: String,
     agree: String,
+    /// `none` ("I did not use a preparer or translator") or `assisted`; a
+    /// form without it and without a filled row of Supplement A reads as
+    /// `none` (docs/supplement-a.md).
+    preparer: String,
+    /// The button pressed: [`ADD_PREPARER`] shows one more row of
+    /// Supplement A; any other value signs.
+    action: String,
     /// The signed-in employee's form token (`/account/i9s/{id}/section1`;
     /// [`super::account::Session::csrf`]); the link's form has none.
     csrf: String,
 }
 
-impl SignForm {
+/// The `action` of the button that adds a row to Supplement A.
+const ADD_PREPARER: &str = "addPreparer";
+
+/// The fields of one preparer and/or translator of Supplement A, in the
+/// order the page shows them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PreparerPart {
+    LastName,
+    FirstName,
+    MiddleInitial,
+    Address,
+    City,
+    State,
+    Zip,
+    Agree,
+    Signature,
+    Date,
+}
+
+impl PreparerPart {
+    const ALL: [PreparerPart; 10] = [
+        Self::LastName,
+        Self::FirstName,
+        Self::MiddleInitial,
+        Self::Address,
+        Self::City,
+        Self::State,
+        Self::Zip,
+        Self::Agree,
+        Self::Signature,
+        Self::Date,
+    ];
+
+    /// The most characters the field takes.
+    fn max(self) -> usize {
+        match self {
+            Self::LastName | Self::FirstName => 40,
+            Self::MiddleInitial => 1,
+            Self::Address => 80,
+            Self::City => 50,
+            Self::State => 20,
+            Self::Zip => 10,
+            Self::Agree => 3,
+            Self::Signature => 100,
+            Self::Date => 10,
+        }
+    }
+
+    /// The field's name on the page for preparer `row` (from 0).
+    fn name(self, row: usize) -> &'static str {
+        PREPARER_FIELDS[row][self as usize]
+    }
+}
+
+/// `preparer{n}{Part}` for n = 1..=[`MAX_PREPARERS`], in the order of
+/// [`PreparerPart::ALL`].
+macro_rules! preparer_fields {
+    ($($n:literal),*) => {
+        [$([
+            concat!("preparer", $n, "LastName"),
+            concat!("preparer", $n, "FirstName"),
+            concat!("preparer", $n, "MiddleInitial"),
+            concat!("preparer", $n, "Address"),
+            concat!("preparer", $n, "City"),
+            concat!("preparer", $n, "State"),
+            concat!("preparer", $n, "Zip"),
+            concat!("preparer", $n, "Agree"),
+            concat!("preparer", $n, "Signature"),
+            concat!("preparer", $n, "Date"),
+        ]),*]
+    };
+}
+
+/// The names of the fields of Supplement A's rows.
+const PREPARER_FIELDS: [[&str; 10]; MAX_PREPARERS] = preparer_fields!("1", "2", "3", "4", "5");
+
+/// The row (from 0) and part of a field of Supplement A.
+fn preparer_field(name: &str) -> Option<(usize, usize)> {
+    PREPARER_FIELDS.iter().enumerate().find_map(|(row, names)| {
+        names
+            .iter()
+            .position(|n| *n == name)
+            .map(|part| (row, part))
+    })
+}
+
+/// What one row of Supplement A sends.
+#[derive(Default, Clone)]
+struct PreparerForm {
+    last_name: String,
+    first_name: String,
+    middle_initial: String,
+    address: String,
+    city: String,
+    state: String,
+    zip: String,
+    agree: String,
+    signature: String,
+    date: String,
+}
+
+impl PreparerForm {
+    /// A row with nothing typed, its date today's.
+    fn blank(today: NaiveDate) -> Self {
+        Self {
+            date: today.to_string(),
+            ..Self::default()
+        }
+    }
+
+    fn part(&self, part: PreparerPart) -> &String {
+        match part {
+            PreparerPart::LastName => &self.last_name,
+            PreparerPart::FirstName => &self.first_name,
+            PreparerPart::MiddleInitial => &self.middle_initial,
+            PreparerPart::Address => &self.address,
+            PreparerPart::City => &self.city,
+            PreparerPart::State => &self.state,
+            PreparerPart::Zip => &self.zip,
+            PreparerPart::Agree => &self.agree,
+            PreparerPart::Signature => &self.signature,
+            PreparerPart::Date => &self.date,
+        }
+    }
+
+    fn part_mut(&mut self, part: PreparerPart) -> &mut String {
+        match part {
+            PreparerPart::LastName => &mut self.last_name,
+            PreparerPart::FirstName => &mut self.first_name,
+            PreparerPart::MiddleInitial => &mut self.middle_initial,
+            PreparerPart::Address => &mut self.address,
+            PreparerPart::City => &mut self.city,
+            PreparerPart::State => &mut self.state,
+            PreparerPart::Zip => &mut self.zip,
+            PreparerPart::Agree => &mut self.agree,
+            PreparerPart::Signature => &mut self.signature,
+            PreparerPart::Date => &mut self.date,
+        }
+    }
+
+    /// Nothing typed and the box unchecked: a row left blank is no
+    /// preparer. The date does not count, the page filling it in.
+    fn is_blank(&self) -> bool {
+        PreparerPart::ALL
+            .iter()
+            .filter(|p| **p != PreparerPart::Date)
+            .all(|p| self.part(*p).is_empty())
+    }
+}
+
+impl Fields {
     /// Every field: its name on the page, the most characters it takes, its value.
-    fn fields_mut(&mut self) -> [(&'static str, usize, &mut String); 21] {
+    fn fields_mut(&mut self) -> [(&'static str, usize, &mut String); 22] {
         [
             ("lastName", 40, &mut self.last_name),
             ("firstName", 40, &mut self.first_name),
@@ -354,6 +645,7 @@ impl SignForm {
             ),
             ("signature", 100, &mut self.signature),
             ("agree", 3, &mut self.agree),
+            ("preparer", 10, &mut self.preparer),
         ]
     }
 }
@@ -444,18 +736,21 @@ async fn find(state: &AppState, holder: &Holder<'_>) -> Result<Option<Link>, Api
             lang: Lang::of_preference(r.language_preference),
             return_url: r.employee_return_url,
             prefill: SignForm {
-                last_name: opt(r.last_name),
-                first_name: opt(r.first_name),
-                middle_initial: opt(r.middle_initial),
-                other_last_names: opt(r.other_name),
-                date_of_birth: r.date_of_birth.map(|d| d.to_string()).unwrap_or_default(),
-                address_street: opt(r.address_street),
-                address_apartment: opt(r.address_apartment),
-                address_city: opt(r.address_city),
-                address_state: opt(r.address_state),
-                address_zip: opt(r.address_zip),
-                email_address: opt(r.email_address),
-                ..SignForm::default()
+                fields: Fields {
+                    last_name: opt(r.last_name),
+                    first_name: opt(r.first_name),
+                    middle_initial: opt(r.middle_initial),
+                    other_last_names: opt(r.other_name),
+                    date_of_birth: r.date_of_birth.map(|d| d.to_string()).unwrap_or_default(),
+                    address_street: opt(r.address_street),
+                    address_apartment: opt(r.address_apartment),
+                    address_city: opt(r.address_city),
+                    address_state: opt(r.address_state),
+                    address_zip: opt(r.address_zip),
+                    email_address: opt(r.email_address),
+                    ..Fields::default()
+                },
+                preparers: vec![PreparerForm::blank(Utc::now().date_naive())],
             },
         }
     }))
@@ -496,14 +791,19 @@ struct Preparing {
     seconds: u32,
 }
 
-/// One text input of the form, as `api/templates/input.html` shows it.
+/// One input of the form, as `api/templates/input.html` shows it: a text,
+/// date, email or tel input, or (`kind` `select`) the list of `choices`.
 struct Input<'a> {
     name: &'static str,
     label: &'static str,
     kind: &'static str,
     autocomplete: Option<&'static str>,
     inputmode: Option<&'static str>,
+    /// What the browser may flag as not matching (the form is `novalidate`:
+    /// the server's check is the rule).
+    pattern: Option<&'static str>,
     maxlength: Option<u8>,
+    choices: Vec<Choice>,
     required: bool,
     hint: Option<&'static str>,
     value: &'a str,
@@ -523,6 +823,50 @@ impl Input<'_> {
         .collect();
         (!ids.is_empty()).then(|| ids.join(" "))
     }
+}
+
+/// One option of a `select`.
+struct Choice {
+    value: &'static str,
+    label: String,
+    selected: bool,
+}
+
+/// The list of states and territories (attested::US_STATES), the one that
+/// `value` names selected; first an empty choice, selected when none is.
+fn state_choices(t: &Text, value: &str) -> Vec<Choice> {
+    let chosen = attested::parse_us_state(value);
+    std::iter::once(Choice {
+        value: "",
+        label: t.choose_state.to_owned(),
+        selected: chosen.is_none(),
+    })
+    .chain(
+        attested::US_STATES
+            .iter()
+            .zip(attested::US_STATE_NAMES)
+            .map(|(&code, name)| Choice {
+                value: code,
+                label: format!("{code} – {name}"),
+                selected: chosen == Some(code),
+            }),
+    )
+    .collect()
+}
+
+/// The ZIP code as the page takes it: 5 digits, ZIP+4 with or without its dash.
+const ZIP_PATTERN: &str = "[0-9]{5}(-?[0-9]{4})?";
+
+/// One preparer and/or translator of Supplement A on the page.
+struct PreparerRow<'a> {
+    legend: String,
+    /// Names, address, state and ZIP code.
+    fields: Vec<Input<'a>>,
+    /// The attestation's check box.
+    agree: &'static str,
+    agree_error: Option<&'static str>,
+    /// The signature and the date, after the attestation.
+    signing: Vec<Input<'a>>,
 }
 
 /// One choice of the attestation; the first carries the id the error
@@ -551,9 +895,31 @@ struct FormPage<'a> {
     documents: Vec<Input<'a>>,
     agree_error: Option<&'static str>,
     signature: Input<'a>,
+    /// Whether a preparer or translator assisted (`preparer`).
+    preparer_radios: Vec<Radio>,
+    preparer_error: Option<&'static str>,
+    /// Supplement A: at least one row.
+    preparers: Vec<PreparerRow<'a>>,
+    /// Whether the page may show one more row.
+    can_add: bool,
+    add_action: &'static str,
     /// The signed-in employee's form token, sent back in a hidden field.
     csrf: Option<&'a str>,
 }
+
+/// A row of Supplement A with nothing typed (shown when a form has none).
+static BLANK_PREPARER: PreparerForm = PreparerForm {
+    last_name: String::new(),
+    first_name: String::new(),
+    middle_initial: String::new(),
+    address: String::new(),
+    city: String::new(),
+    state: String::new(),
+    zip: String::new(),
+    agree: String::new(),
+    signature: String::new(),
+    date: String::new(),
+};
 
 impl<'a> FormPage<'a> {
     /// The form showing `f`, with `errors` (field, message) beside their fields.
@@ -565,13 +931,16 @@ impl<'a> FormPage<'a> {
     ) -> Self {
         let t = lang.text();
         let error = |name: &str| errors.iter().find(|(e, _)| *e == name).map(|(_, m)| *m);
+        // Every field says what a browser may fill in: a token, or `off`.
         let text = |name: &'static str, label: &'static str, value: &'a str| Input {
             name,
             label,
             kind: "text",
-            autocomplete: None,
+            autocomplete: Some("off"),
             inputmode: None,
+            pattern: None,
             maxlength: None,
+            choices: Vec::new(),
             required: false,
             hint: None,
             value,
@@ -587,6 +956,7 @@ impl<'a> FormPage<'a> {
             required("firstName", t.first, &f.first_name, "given-name"),
             Input {
                 maxlength: Some(1),
+                autocomplete: Some("additional-name"),
                 ..text("middleInitial", t.middle, &f.middle_initial)
             },
             text("otherLastNames", t.other, &f.other_last_names),
@@ -596,21 +966,29 @@ impl<'a> FormPage<'a> {
                 &f.address_street,
                 "address-line1",
             ),
-            text("addressApartment", t.apt, &f.address_apartment),
+            Input {
+                autocomplete: Some("address-line2"),
+                ..text("addressApartment", t.apt, &f.address_apartment)
+            },
             required("addressCity", t.city, &f.address_city, "address-level2"),
             Input {
-                maxlength: Some(2),
-                hint: Some(t.state_hint),
+                kind: "select",
+                choices: state_choices(t, &f.address_state),
                 ..required("addressState", t.state, &f.address_state, "address-level1")
             },
             Input {
+                inputmode: Some("numeric"),
+                pattern: Some(ZIP_PATTERN),
                 hint: Some(t.zip_hint),
                 ..required("addressZip", t.zip, &f.address_zip, "postal-code")
             },
-            required("dateOfBirth", t.dob, &f.date_of_birth, "bday"),
             Input {
-                autocomplete: Some("off"),
+                kind: "date",
+                ..required("dateOfBirth", t.dob, &f.date_of_birth, "bday")
+            },
+            Input {
                 inputmode: Some("numeric"),
+                pattern: Some("[0-9]{3}-?[0-9]{2}-?[0-9]{4}"),
                 hint: Some(t.ssn_hint),
                 ..text("socialSecurityNumber", t.ssn, &f.social_security_number)
             },
@@ -622,6 +1000,7 @@ impl<'a> FormPage<'a> {
             Input {
                 kind: "tel",
                 autocomplete: Some("tel"),
+                inputmode: Some("tel"),
                 ..text("phoneNumber", t.phone, &f.phone_number)
             },
         ];
@@ -674,6 +1053,65 @@ impl<'a> FormPage<'a> {
             hint: Some(t.signature_hint),
             ..text("signature", t.signature, &f.signature)
         };
+        let preparer_radios = [("none", t.no_preparer), ("assisted", t.assisted)]
+            .into_iter()
+            .enumerate()
+            .map(|(i, (value, label))| Radio {
+                id: (i == 0).then_some("preparer"),
+                value,
+                label,
+                checked: f.preparer == value,
+            })
+            .collect();
+        // A preparer's fields: `off`, a browser filling them in with the
+        // employee's own name and address (docs/supplement-a.md).
+        let rows: &'a [PreparerForm] = match f.preparers.as_slice() {
+            [] => std::slice::from_ref(&BLANK_PREPARER),
+            rows => rows,
+        };
+        let preparers = rows
+            .iter()
+            .enumerate()
+            .map(|(row, p)| {
+                let field = |part: PreparerPart, label| text(part.name(row), label, p.part(part));
+                let required = |part, label| Input {
+                    required: true,
+                    ..field(part, label)
+                };
+                PreparerRow {
+                    legend: format!("{} {}", t.preparer_n, row + 1),
+                    fields: vec![
+                        required(PreparerPart::LastName, t.last),
+                        required(PreparerPart::FirstName, t.first),
+                        Input {
+                            maxlength: Some(1),
+                            ..field(PreparerPart::MiddleInitial, t.middle)
+                        },
+                        required(PreparerPart::Address, t.street),
+                        required(PreparerPart::City, t.city),
+                        Input {
+                            kind: "select",
+                            choices: state_choices(t, &p.state),
+                            ..required(PreparerPart::State, t.state)
+                        },
+                        Input {
+                            inputmode: Some("numeric"),
+                            pattern: Some(ZIP_PATTERN),
+                            ..required(PreparerPart::Zip, t.zip)
+                        },
+                    ],
+                    agree: PreparerPart::Agree.name(row),
+                    agree_error: error(PreparerPart::Agree.name(row)),
+                    signing: vec![
+                        required(PreparerPart::Signature, t.preparer_signature),
+                        Input {
+                            kind: "date",
+                            ..required(PreparerPart::Date, t.preparer_date)
+                        },
+                    ],
+                }
+            })
+            .collect::<Vec<_>>();
         Self {
             lang: lang.code(),
             other: lang.other().code(),
@@ -681,7 +1119,7 @@ impl<'a> FormPage<'a> {
             t,
             summary: errors
                 .iter()
-                .map(|&(field, message)| (field, format!("{}: {message}", t.field_name(field))))
+                .map(|&(field, message)| (field, format!("{}: {message}", t.summary_name(field))))
                 .collect(),
             personal,
             radios,
@@ -689,6 +1127,11 @@ impl<'a> FormPage<'a> {
             documents,
             agree_error: error("agree"),
             signature,
+            preparer_radios,
+            preparer_error: error("preparer"),
+            can_add: preparers.len() < MAX_PREPARERS,
+            preparers,
+            add_action: ADD_PREPARER,
             csrf,
         }
     }
@@ -776,6 +1219,127 @@ struct Documents {
     foreign_passport_country: Option<String>,
 }
 
+/// An SSN typed as 9 digits (a phone's number pad has no dash) as
+/// `###-##-####`; anything else as typed, for [`Ssn::parse`] to judge.
+fn ssn_dashes(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.len() == 9 && s.bytes().all(|c| c.is_ascii_digit()) {
+        format!("{}-{}-{}", &s[..3], &s[3..5], &s[5..]).into()
+    } else {
+        s.into()
+    }
+}
+
+/// A name as a signature is compared with it: words in lower case, one
+/// space between them.
+fn normal(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
+/// Supplement A as the form sends it (docs/supplement-a.md): the rows that
+/// are not blank, each checked as a preparer, in their order; the choice
+/// "I did not use a preparer or translator" / "A preparer(s) and/or
+/// translator(s) assisted" agreeing with them. Every error found is pushed;
+/// the preparers are whole only when none is.
+fn check_preparers(
+    f: &mut SignForm,
+    t: &Text,
+    today: NaiveDate,
+    errors: &mut Vec<(&'static str, &'static str)>,
+) -> Vec<Preparer> {
+    let filled = f.preparers.iter().any(|p| !p.is_blank());
+    match (f.preparer.as_str(), filled) {
+        ("assisted", false) => errors.push(("preparer", t.need_preparer)),
+        ("none" | "", true) => errors.push(("preparer", t.preparer_conflict)),
+        ("assisted", true) | ("none" | "", false) => {}
+        _ => errors.push(("preparer", t.choose_preparer)),
+    }
+    let mut preparers = Vec::new();
+    for (row, p) in f.preparers.iter_mut().enumerate() {
+        if p.is_blank() {
+            continue;
+        }
+        let name = |part: PreparerPart| part.name(row);
+        for part in [
+            PreparerPart::LastName,
+            PreparerPart::FirstName,
+            PreparerPart::Address,
+            PreparerPart::City,
+            PreparerPart::State,
+            PreparerPart::Zip,
+            PreparerPart::Signature,
+            PreparerPart::Date,
+        ] {
+            if p.part(part).is_empty() {
+                errors.push((name(part), t.required));
+            }
+        }
+        if p.agree != "yes" {
+            errors.push((name(PreparerPart::Agree), t.check_box));
+        }
+        let state = match p.state.as_str() {
+            "" => None,
+            s => {
+                let code = attested::parse_us_state(s);
+                if code.is_none() {
+                    errors.push((name(PreparerPart::State), t.bad_state));
+                }
+                code
+            }
+        };
+        let zip = match p.zip.as_str() {
+            "" => None,
+            s => {
+                let zip = attested::parse_zip(s);
+                if zip.is_none() {
+                    errors.push((name(PreparerPart::Zip), t.bad_zip));
+                }
+                zip
+            }
+        };
+        // Signed the day Section 1 is: the date is today's.
+        let signed_on = match p.date.as_str() {
+            "" => None,
+            s => match parse_date(s) {
+                Ok(d) => {
+                    p.date = d.to_string();
+                    if d != today {
+                        errors.push((name(PreparerPart::Date), t.not_today));
+                    }
+                    Some(d)
+                }
+                Err(_) => {
+                    errors.push((name(PreparerPart::Date), t.bad_date));
+                    None
+                }
+            },
+        };
+        // The preparer's own name, as the employee's signature is checked.
+        if !p.signature.is_empty()
+            && normal(&p.signature) != normal(&format!("{} {}", p.first_name, p.last_name))
+        {
+            errors.push((name(PreparerPart::Signature), t.preparer_sign_mismatch));
+        }
+        if let (Some(state), Some(zip), Some(signed_on)) = (state, zip, signed_on) {
+            let opt = |v: &str| opt(v).map(str::to_owned);
+            preparers.push(Preparer {
+                last_name: p.last_name.clone(),
+                first_name: p.first_name.clone(),
+                middle_initial: opt(&p.middle_initial),
+                address: p.address.clone(),
+                city: p.city.clone(),
+                state: state.to_owned(),
+                zip,
+                signature: p.signature.clone(),
+                signed_on,
+            });
+        }
+    }
+    preparers
+}
+
 /// `POST /i9/section1/{token}`.
 pub async fn sign(
     State(state): State<AppState>,
@@ -838,6 +1402,25 @@ pub(crate) async fn sign_form(
             )
         }
     };
+    let today = Utc::now().date_naive();
+    // "Add another preparer or translator": the same form, one row more,
+    // nothing checked or signed.
+    if f.action == ADD_PREPARER {
+        if f.preparers.is_empty() {
+            f.preparers.push(PreparerForm::default());
+        }
+        if f.preparers.len() < MAX_PREPARERS {
+            f.preparers.push(PreparerForm::blank(today));
+        }
+        return Ok(form_page(
+            StatusCode::OK,
+            lang,
+            &f,
+            &[],
+            link.return_url.as_deref(),
+            csrf.as_deref(),
+        ));
+    }
     let mut errors: Vec<(&'static str, &'static str)> = Vec::new();
     // A field holding NUL (text.rs) reads as empty, with this error first.
     for (name, _, value) in f.fields_mut() {
@@ -850,6 +1433,18 @@ pub(crate) async fn sign_form(
     for (name, max, value) in f.fields_mut() {
         if value.chars().count() > max {
             errors.push((name, t.too_long));
+        }
+    }
+    for (row, p) in f.preparers.iter_mut().enumerate() {
+        for part in PreparerPart::ALL {
+            let value = p.part_mut(part);
+            *value = value.trim().to_owned();
+            if crate::text::check(value).is_err() {
+                value.clear();
+                errors.push((part.name(row), t.unreadable));
+            } else if value.chars().count() > part.max() {
+                errors.push((part.name(row), t.too_long));
+            }
         }
     }
     for (name, value) in [
@@ -865,12 +1460,15 @@ pub(crate) async fn sign_form(
             errors.push((name, t.required));
         }
     }
-    let today = Utc::now().date_naive();
     // Not in the future, nor before 1900 (docs/api.md, "Web pages for employees").
     let dob = match f.date_of_birth.as_str() {
         "" => None,
         s => match parse_birth_date(s, today) {
-            Ok(d) => Some(d),
+            // Shown again as YYYY-MM-DD, the value of a date input.
+            Ok(d) => {
+                f.date_of_birth = d.to_string();
+                Some(d)
+            }
             Err(e) => {
                 let message = match e {
                     BirthDateError::NotADate => t.bad_date,
@@ -905,7 +1503,7 @@ pub(crate) async fn sign_form(
     };
     let ssn = match f.social_security_number.as_str() {
         "" => None,
-        s => match Ssn::parse(s) {
+        s => match Ssn::parse(&ssn_dashes(s)) {
             Ok(v) => Some(v),
             Err(e) => {
                 let message = match e {
@@ -977,17 +1575,12 @@ pub(crate) async fn sign_form(
     if f.agree != "yes" {
         errors.push(("agree", t.check_box));
     }
-    let normal = |s: &str| {
-        s.split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .to_lowercase()
-    };
     if f.signature.is_empty() {
         errors.push(("signature", t.required));
     } else if normal(&f.signature) != normal(&format!("{} {}", f.first_name, f.last_name)) {
         errors.push(("signature", t.sign_mismatch));
     }
+    let preparers = check_preparers(&mut f, t, today, &mut errors);
     // One error per field, the first found (a value too long is not also
     // told its format).
     let mut seen = std::collections::HashSet::new();
@@ -1028,6 +1621,7 @@ pub(crate) async fn sign_form(
         admission_number: documents.admission_number,
         foreign_passport_number: documents.foreign_passport_number,
         foreign_passport_country: documents.foreign_passport_country,
+        preparers,
     };
     let mut tx = state.pool.begin().await?;
     match lifecycle::sign_section1(
@@ -1072,9 +1666,15 @@ mod tests {
     #[test]
     fn what_the_employee_typed_is_shown_escaped_and_errors_sit_by_their_fields() {
         let typed = SignForm {
-            last_name: r#""><script>alert('x')</script>&"#.into(),
-            attestation: "citizen".into(),
-            ..SignForm::default()
+            fields: Fields {
+                last_name: r#""><script>alert('x')</script>&"#.into(),
+                attestation: "citizen".into(),
+                ..Fields::default()
+            },
+            preparers: vec![PreparerForm {
+                city: "<b>Salem</b>".into(),
+                ..PreparerForm::default()
+            }],
         };
         let errors = [("lastName", ES.too_long), ("signature", ES.required)];
         let html = FormPage::new(Lang::Es, &typed, &errors, None)
@@ -1093,6 +1693,54 @@ mod tests {
         assert!(html.contains(r#"value="citizen" checked>"#));
         assert_eq!(html.matches(" checked").count(), 1);
         assert!(html.contains(r#"<a href="?lang=en" lang="en">View in English</a>"#));
+        assert!(html.contains(r#"id="preparer1City" name="preparer1City" type="text" value="&#60;b&#62;Salem&#60;/b&#62;""#), "{html}");
+    }
+
+    #[test]
+    fn each_preparer_field_has_one_name_and_the_summary_numbers_it() {
+        assert_eq!(preparer_field("preparer1LastName"), Some((0, 0)));
+        assert_eq!(preparer_field("preparer5Date"), Some((4, 9)));
+        for other in [
+            "preparer",
+            "preparer6LastName",
+            "preparer0City",
+            "lastName",
+            "preparer1",
+        ] {
+            assert_eq!(preparer_field(other), None, "{other}");
+        }
+        for (row, names) in PREPARER_FIELDS.iter().enumerate() {
+            for (part, name) in PreparerPart::ALL.iter().zip(names) {
+                assert_eq!(part.name(row), *name);
+            }
+        }
+        assert_eq!(
+            EN.summary_name("preparer2State"),
+            "Preparer or translator 2: State"
+        );
+        assert_eq!(
+            ES.summary_name("preparer3Date"),
+            "Preparador o traductor 3: Fecha de hoy"
+        );
+        assert_eq!(EN.summary_name("addressState"), "State");
+    }
+
+    #[test]
+    fn a_blank_row_is_no_preparer_whatever_its_date() {
+        let today = Utc::now().date_naive();
+        assert!(PreparerForm::blank(today).is_blank());
+        for part in PreparerPart::ALL {
+            let mut p = PreparerForm::blank(today);
+            *p.part_mut(part) = "x".into();
+            assert_eq!(p.is_blank(), part == PreparerPart::Date);
+        }
+    }
+
+    #[test]
+    fn an_ssn_of_nine_digits_gets_its_dashes() {
+        assert_eq!(ssn_dashes("456789012"), "456-78-9012");
+        assert_eq!(ssn_dashes("456-78-9012"), "456-78-9012");
+        assert_eq!(ssn_dashes("45678901"), "45678901");
     }
 
     #[test]

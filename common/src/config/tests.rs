@@ -927,3 +927,31 @@ fn messages_name_the_option_an_address_and_the_case_rule() {
          4294967295"
     );
 }
+
+/// Expiring-document reminders (docs/reminders.md): the thresholds are read
+/// widest first, and a bad list stops the worker naming the variable.
+#[test]
+fn reminder_thresholds_are_read_and_checked() {
+    let dev = ("APP_ENV", "development");
+    let c = read(Binary::Worker, &vars(&[dev])).unwrap().config;
+    assert_eq!(c.reminder_thresholds.days(), [90, 30, 7]);
+    assert_eq!(c.reminder_interval, Duration::from_secs(3600));
+    let c = read(
+        Binary::Worker,
+        &vars(&[
+            dev,
+            ("REMINDER_THRESHOLDS_DAYS", "14, 60"),
+            ("REMINDER_INTERVAL_SECS", "30"),
+        ]),
+    )
+    .unwrap()
+    .config;
+    assert_eq!(c.reminder_thresholds.days(), [60, 14]);
+    assert_eq!(c.reminder_interval, Duration::from_secs(30));
+    for bad in ["30,30", "soon", "-7", "90,,7"] {
+        let e = read_err(Binary::Worker, &[dev, ("REMINDER_THRESHOLDS_DAYS", bad)]);
+        assert!(e.contains("REMINDER_THRESHOLDS_DAYS: "), "{bad}: {e}");
+    }
+    let e = read_err(Binary::Worker, &[dev, ("REMINDER_INTERVAL_SECS", "0")]);
+    assert!(e.contains("REMINDER_INTERVAL_SECS"), "{e}");
+}

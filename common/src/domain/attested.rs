@@ -14,6 +14,73 @@ pub const US_STATES: [&str; 62] = [
     "WI", "WY", "DC", "AS", "FM", "GU", "MH", "MP", "PR", "PW", "VI", "AA", "AE", "AP",
 ];
 
+/// The name of each code of [`US_STATES`], in the same order: what the
+/// Section 1 page's state list shows (docs/supplement-a.md, "On a phone").
+pub const US_STATE_NAMES: [&str; 62] = [
+    "Alabama",
+    "Alaska",
+    "Arizona",
+    "Arkansas",
+    "California",
+    "Colorado",
+    "Connecticut",
+    "Delaware",
+    "Florida",
+    "Georgia",
+    "Hawaii",
+    "Idaho",
+    "Illinois",
+    "Indiana",
+    "Iowa",
+    "Kansas",
+    "Kentucky",
+    "Louisiana",
+    "Maine",
+    "Maryland",
+    "Massachusetts",
+    "Michigan",
+    "Minnesota",
+    "Mississippi",
+    "Missouri",
+    "Montana",
+    "Nebraska",
+    "Nevada",
+    "New Hampshire",
+    "New Jersey",
+    "New Mexico",
+    "New York",
+    "North Carolina",
+    "North Dakota",
+    "Ohio",
+    "Oklahoma",
+    "Oregon",
+    "Pennsylvania",
+    "Rhode Island",
+    "South Carolina",
+    "South Dakota",
+    "Tennessee",
+    "Texas",
+    "Utah",
+    "Vermont",
+    "Virginia",
+    "Washington",
+    "West Virginia",
+    "Wisconsin",
+    "Wyoming",
+    "District of Columbia",
+    "American Samoa",
+    "Federated States of Micronesia",
+    "Guam",
+    "Marshall Islands",
+    "Northern Mariana Islands",
+    "Puerto Rico",
+    "Palau",
+    "U.S. Virgin Islands",
+    "Armed Forces Americas",
+    "Armed Forces Europe, Middle East, Africa, Canada",
+    "Armed Forces Pacific",
+];
+
 /// A code of [`US_STATES`] in any letter case, as the upper-case code.
 pub fn parse_us_state(s: &str) -> Option<&'static str> {
     let s = s.trim();
@@ -23,15 +90,17 @@ pub fn parse_us_state(s: &str) -> Option<&'static str> {
         .find(|code| code.eq_ignore_ascii_case(s))
 }
 
-/// A ZIP code: `12345` or ZIP+4 `12345-6789`, kept as written.
+/// A ZIP code: `12345` or ZIP+4 `12345-6789`, kept as written; ZIP+4 typed
+/// as 9 digits (a phone's number pad has no dash) is stored `12345-6789`.
 pub fn parse_zip(s: &str) -> Option<String> {
     let s = s.trim();
     let digits = |p: &str| p.bytes().all(|c| c.is_ascii_digit());
-    let ok = match s.split_once('-') {
-        None => s.len() == 5 && digits(s),
-        Some((zip, plus4)) => zip.len() == 5 && plus4.len() == 4 && digits(zip) && digits(plus4),
-    };
-    ok.then(|| s.to_owned())
+    match s.split_once('-') {
+        None if s.len() == 9 && digits(s) => Some(format!("{}-{}", &s[..5], &s[5..])),
+        None => (s.len() == 5 && digits(s)).then(|| s.to_owned()),
+        Some((zip, plus4)) => (zip.len() == 5 && plus4.len() == 4 && digits(zip) && digits(plus4))
+            .then(|| s.to_owned()),
+    }
 }
 
 /// A USCIS A-Number: 7 to 9 digits, optionally after an `A` (any case),
@@ -77,7 +146,10 @@ mod tests {
     fn zip_codes_are_five_digits_or_zip_plus_four() {
         assert_eq!(parse_zip("97201").as_deref(), Some("97201"));
         assert_eq!(parse_zip("97201-1234").as_deref(), Some("97201-1234"));
+        assert_eq!(parse_zip("972011234").as_deref(), Some("97201-1234"));
         for bad in [
+            "97201123",
+            "9720112345",
             "9720",
             "972011",
             "97201-123",

@@ -7,6 +7,8 @@ mod date;
 pub mod fields;
 pub mod password;
 mod permission;
+mod reminder;
+pub mod remote_examination;
 mod section1;
 mod ssn;
 mod status;
@@ -24,6 +26,8 @@ pub mod ssn_mask {
     pub use super::ssn::mask_last4;
 }
 pub use attestation::Attestation;
+// Expiring-document reminders (docs/reminders.md).
+pub use reminder::{DueKind, Stage, Thresholds, MAX_THRESHOLD_DAYS};
 pub use status::{EmployeeI9Status, I9Status, IllegalStep, Step};
 
 /// The edition of Form I-9 in force.

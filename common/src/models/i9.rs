@@ -22,7 +22,9 @@ use super::{
 };
 use crate::{
     crypto::{DataCipher, Purpose},
-    domain::{calendar::business_days_after, Attestation, I9Status, Ssn, Step, FORM_VERSION},
+    domain::{
+        calendar::Calendar, remote_examination, Attestation, I9Status, Ssn, Step, FORM_VERSION,
+    },
     events,
 };
 
@@ -71,6 +73,10 @@ pub async fn create(
         .as_deref()
         .and_then(|m| m.chars().next())
         .map(String::from);
+    let due = match new.start_date {
+        Some(start) => date_due(&Calendar::load(&mut *conn, start).await?, Some(start)),
+        None => None,
+    };
     let inserted: Result<i64, sqlx::Error> = sqlx::query_scalar!(
         "INSERT INTO i9s (employee_id, employment_period_id, status, remote, onboarding_type, form_version,
                           date_created, date_due, start_date, first_name, last_name, middle_initial, other_name,
@@ -87,7 +93,7 @@ pub async fn create(
         new.onboarding_type.as_deref(),
         FORM_VERSION,
         Utc::now(),
-        date_due(new.start_date),
+        due,
         new.start_date,
         &new.first_name,
         &new.last_name,
@@ -121,11 +127,12 @@ pub async fn create(
 }
 
 /// The Section 2 deadline of an I-9 whose employee starts on `start`: three
-/// business days after it (docs/api.md, "Dates"). The one rule, at the
-/// I-9's creation and when its start date follows the period's
-/// ([`follow_start_date`]).
-pub fn date_due(start: Option<NaiveDate>) -> Option<NaiveDate> {
-    start.map(|s| business_days_after(s, 3))
+/// business days after it on the organization's `calendar` (weekdays less
+/// its closed days; docs/calendar.md). The one rule, at the I-9's creation
+/// and when its start date follows the period's ([`follow_start_date`]).
+/// Read the calendar with [`Calendar::load`] from the start date on.
+pub fn date_due(calendar: &Calendar, start: Option<NaiveDate>) -> Option<NaiveDate> {
+    start.map(|s| calendar.section2_due(s))
 }
 
 /// The start date of period of employment `period`, employee `employee`'s
@@ -142,6 +149,10 @@ pub async fn follow_start_date(
     start: Option<NaiveDate>,
 ) -> Result<Vec<i64>, sqlx::Error> {
     let open = I9Status::OPEN.map(I9Status::as_str);
+    let due = match start {
+        Some(s) => date_due(&Calendar::load(&mut *conn, s).await?, start),
+        None => None,
+    };
     // An I-9 without a period is of the employee's latest one, as its record
     // reads it (api/src/routes/i9s.rs).
     let ids = sqlx::query_scalar!(
@@ -153,7 +164,7 @@ pub async fn follow_start_date(
         employee,
         period,
         start,
-        date_due(start),
+        due,
         &open[..] as &[&str],
     )
     .fetch_all(&mut *conn)
@@ -433,6 +444,80 @@ pub struct Section1 {
     pub admission_number: Option<String>,
     pub foreign_passport_number: Option<String>,
     pub foreign_passport_country: Option<String>,
+    /// Supplement A: who assisted the employee, in order (none when the
+    /// employee did not use a preparer or translator); at most
+    /// [`MAX_PREPARERS`].
+    pub preparers: Vec<Preparer>,
+}
+
+/// The most preparers and/or translators one Section 1 records
+/// (docs/supplement-a.md, "How many").
+pub const MAX_PREPARERS: usize = 5;
+
+/// One preparer and/or translator of Supplement A, checked: names, address,
+/// a USPS state code, a ZIP code, the typed name that is their signature
+/// and the day they signed (the day Section 1 is signed).
+#[derive(Debug, Clone)]
+pub struct Preparer {
+    pub last_name: String,
+    pub first_name: String,
+    pub middle_initial: Option<String>,
+    pub address: String,
+    pub city: String,
+    pub state: String,
+    pub zip: String,
+    pub signature: String,
+    pub signed_on: NaiveDate,
+}
+
+/// Record the preparers and/or translators of I-9 `id`'s Section 1 in
+/// order: each in `i9_preparers`, the first also in the I-9's `translator_*`
+/// columns and `signed_date_translator` (docs/supplement-a.md). Part of
+/// [`sign_section1`]'s transaction.
+async fn record_preparers(
+    conn: &mut PgConnection,
+    id: i64,
+    preparers: &[Preparer],
+) -> Result<(), WriteError> {
+    for (position, p) in (1_i16..).zip(preparers) {
+        sqlx::query!(
+            "INSERT INTO i9_preparers (i9_id, position, last_name, first_name, middle_initial,
+                                       address, city, state, zip, signature, signed_date)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+            id,
+            position,
+            &p.last_name,
+            &p.first_name,
+            p.middle_initial.as_deref(),
+            &p.address,
+            &p.city,
+            &p.state,
+            &p.zip,
+            &p.signature,
+            p.signed_on,
+        )
+        .execute(&mut *conn)
+        .await?;
+    }
+    if let Some(first) = preparers.first() {
+        sqlx::query!(
+            "UPDATE i9s SET translator_last_name = $2, translator_first_name = $3,
+                    translator_address = $4, translator_city = $5, translator_state = $6,
+                    translator_zip = $7, signed_date_translator = $8
+             WHERE id = $1",
+            id,
+            &first.last_name,
+            &first.first_name,
+            &first.address,
+            &first.city,
+            &first.state,
+            &first.zip,
+            first.signed_on,
+        )
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
 }
 
 /// The I-9 as a step finds it, its row locked.
@@ -614,13 +699,14 @@ pub async fn sign_section1(
     )
     .execute(&mut *conn)
     .await?;
+    record_preparers(conn, id, &s.preparers).await?;
     recorded(
         conn,
         actor,
         id,
         Step::SignSection1,
         current.status,
-        Some(json!({ "attestation": s.attestation })),
+        Some(json!({ "attestation": s.attestation, "preparers": s.preparers.len() })),
         public_base_url,
     )
     .await
@@ -671,6 +757,18 @@ impl Documents {
             Self::ListBAndC { c, .. } => c.expiration,
         }
     }
+
+    /// The expiry of a temporary I-551 (a foreign passport with an I-551
+    /// stamp): reverified when it expires, for a permanent resident too
+    /// (docs/reverification.md, "Reverification").
+    fn temporary_i551_expiry(&self) -> Option<NaiveDate> {
+        match self {
+            Self::ListA { first, .. } if first.title == super::supplement_b::TEMPORARY_I551 => {
+                first.expiration
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The employer's representative who examined the documents.
@@ -694,6 +792,46 @@ pub struct Section2 {
     pub employer: Employer,
     /// `signedDateEmployer`.
     pub signed_on: NaiveDate,
+    /// A document is a receipt for the replacement of a lost, stolen or
+    /// damaged one: the real one is due 90 days after the date of hire
+    /// (`receipt_due_date`; docs/reverification.md, "Receipts").
+    pub receipt: bool,
+    /// `alternativeProcedure`: the documents were examined remotely under
+    /// the DHS-authorized alternative procedure (docs/remote-examination.md).
+    pub alternative_procedure: bool,
+}
+
+/// Whether the employer of I-9 `id` (its employee's legal entity) may use
+/// the DHS alternative procedure on `on`
+/// ([`remote_examination::legal_entity_allows_alternative_procedure`]). An
+/// I-9 that does not exist is allowed here: the step that asks finds it
+/// missing. For Section 2 and Supplement B alike.
+pub async fn alternative_procedure_allowed<'e>(
+    db: impl sqlx::PgExecutor<'e>,
+    id: i64,
+    on: NaiveDate,
+) -> Result<Result<(), remote_examination::Refusal>, sqlx::Error> {
+    let row = sqlx::query!(
+        r#"SELECT le.id AS "legal_entity_id?", le.entity_name AS "entity_name?", le.everify_id,
+                  le.everify_effective_date, le.everify_status AS "everify_status?", le.active AS "active?"
+           FROM i9s i JOIN employees e ON e.id = i.employee_id
+           LEFT JOIN legal_entities le ON le.id = e.legal_entity_id
+           WHERE i.id = $1"#,
+        id,
+    )
+    .fetch_optional(db)
+    .await?;
+    let Some(row) = row else {
+        return Ok(Ok(()));
+    };
+    let enrollment = row.legal_entity_id.map(|_| remote_examination::Enrollment {
+        entity_name: row.entity_name.unwrap_or_default(),
+        everify_id: row.everify_id,
+        everify_effective_date: row.everify_effective_date,
+        everify_status: row.everify_status.unwrap_or_default(),
+        active: row.active.unwrap_or(false),
+    });
+    Ok(remote_examination::legal_entity_allows_alternative_procedure(enrollment.as_ref(), on))
 }
 
 /// When reverification falls due: for an employee reverified at all (an
@@ -722,11 +860,25 @@ pub async fn record_section2(
     public_base_url: &str,
 ) -> Result<(), WriteError> {
     let (current, next) = begin(conn, id, Step::RecordSection2).await?;
+    if s.alternative_procedure {
+        if let Err(refusal) = alternative_procedure_allowed(&mut *conn, id, s.signed_on).await? {
+            let e = refusal.invalid();
+            return Err(WriteError::invalid(
+                remote_examination::FIELD,
+                e.code,
+                e.message,
+            ));
+        }
+    }
     let i9_expiration = reverification(
         current.attestation,
         current.work_authorization_expiration,
         s.documents.expiry(),
-    );
+    )
+    .or(s.documents.temporary_i551_expiry().filter(|_| {
+        Attestation::is_reverified(current.attestation)
+            || current.attestation == Some(Attestation::PermanentResident)
+    }));
     // List A 1 to 3, List B, List C: $13 to $32, four columns each.
     let [a1, a2, a3, b, c] = s.documents.columns();
     fn title(d: Option<&Document>) -> Option<&str> {
@@ -752,7 +904,7 @@ pub async fn record_section2(
                 list_a3_doc_title = $21, list_a3_doc_issuer = $22, list_a3_doc_number = $23, list_a3_doc_expiration = $24,
                 list_b_doc_title = $25, list_b_doc_issuer = $26, list_b_doc_number = $27, list_b_doc_expiration = $28,
                 list_c_doc_title = $29, list_c_doc_issuer = $30, list_c_doc_number = $31, list_c_doc_expiration = $32,
-                updated_at = now()
+                alternative_procedure = $33, updated_at = now()
          WHERE id = $1",
         id,
         next.as_str(),
@@ -786,9 +938,25 @@ pub async fn record_section2(
         issuer(c),
         number(c),
         expiration(c),
+        s.alternative_procedure,
     )
     .execute(&mut *conn)
     .await?;
+    if s.receipt {
+        // The date of hire is the I-9's start date (Section 2's date when
+        // it has none).
+        let hired = sqlx::query_scalar!("SELECT start_date FROM i9s WHERE id = $1", id)
+            .fetch_one(&mut *conn)
+            .await?
+            .unwrap_or(s.signed_on);
+        sqlx::query!(
+            "UPDATE i9s SET receipt_due_date = $2 WHERE id = $1",
+            id,
+            super::supplement_b::receipt_due(hired),
+        )
+        .execute(&mut *conn)
+        .await?;
+    }
     recorded(
         conn,
         actor,
@@ -930,6 +1098,13 @@ mod tests {
             None,
             "the List B document's expiry does not count"
         );
+        let stamp = Documents::ListA {
+            first: doc(super::super::supplement_b::TEMPORARY_I551, Some(day(4))),
+            second: None,
+            third: None,
+        };
+        assert_eq!(stamp.temporary_i551_expiry(), Some(day(4)));
+        assert_eq!(a.temporary_i551_expiry(), None);
     }
 
     #[test]

@@ -9,11 +9,15 @@
 //! own terms (a problem+json answer in the API, a message in `i9-admin`).
 
 pub mod audit;
+pub mod calendar;
 pub mod employee;
 mod error;
 pub mod i9;
 pub mod i9_request;
+pub mod reminder;
+pub mod retention;
 pub mod section1_feed;
+pub mod supplement_b;
 
 pub use audit::Actor;
 pub use error::{FieldError, WriteError};

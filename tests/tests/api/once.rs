@@ -25,7 +25,7 @@ async fn stack(allow_private_callbacks: bool) -> TestApp {
 }
 
 /// The outbox's job of `kind`, once the relay has published it.
-async fn published_job(app: &TestApp, kind: JobKind) -> Value {
+pub(crate) async fn published_job(app: &TestApp, kind: JobKind) -> Value {
     eventually("the relay publishes the job", || async {
         sqlx::query_scalar::<_, bool>(
             "SELECT published_at IS NOT NULL FROM job_outbox WHERE kind = $1",
@@ -45,7 +45,7 @@ async fn published_job(app: &TestApp, kind: JobKind) -> Value {
 }
 
 /// Publish `copies` more copies of a job, as a relay that published twice would.
-async fn publish_copies(app: &TestApp, kind: JobKind, payload: &Value, copies: usize) {
+pub(crate) async fn publish_copies(app: &TestApp, kind: JobKind, payload: &Value, copies: usize) {
     let conn = i9_common::amqp::connect(&i9_tests::amqp_url())
         .await
         .unwrap();
@@ -68,7 +68,7 @@ async fn publish_copies(app: &TestApp, kind: JobKind, payload: &Value, copies: u
 
 /// Wait until no copy of any job waits in a queue, then stop the worker
 /// (which finishes the jobs in hand): every copy has been settled.
-async fn settle(
+pub(crate) async fn settle(
     app: &TestApp,
     kind: JobKind,
     stop: tokio::sync::watch::Sender<bool>,

@@ -708,7 +708,8 @@ fn the_callbacks_are_webhooks_whose_bodies_are_the_recorded_event_types() {
             "i9.status_changed",
             "employee.terminated",
             "employee.termination_cancelled",
-            "employee.rehired"
+            "employee.rehired",
+            "i9.document_due"
         ])
     );
     for t in &types {

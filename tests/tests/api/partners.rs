@@ -11,14 +11,14 @@ use crate::callbacks::{assert_match_the_contract, recorded_events, verified, web
 
 const ATS: (&str, &str) = ("greenhouse-ats", "ats-secret-change-me");
 
-async fn partner_token(app: &TestApp) -> String {
+pub(crate) async fn partner_token(app: &TestApp) -> String {
     app.sign_in_with(ATS, ATS_BOT, None).await["access_token"]
         .as_str()
         .unwrap()
         .to_owned()
 }
 
-fn candidate(id: &str) -> Value {
+pub(crate) fn candidate(id: &str) -> Value {
     json!({"integrationCandidateId": id, "onboardingType": "remote", "firstName": "Ana", "lastName": "Diaz",
            "emailAddress": "ana.diaz@mail.example", "startDate": "2026-12-01", "locationId": 3,
            "employeeReturnUrl": "https://ats.example/candidates/8812", "socialSecurityNumber": "456-78-9012"})

@@ -66,6 +66,8 @@ async fn i9_status_filters_the_list_and_items_carry_the_status() {
         keys,
         [
             "dateDue",
+            "dueDate",
+            "dueKind",
             "emailAddress",
             "employeeId",
             "firstName",
@@ -430,7 +432,7 @@ async fn the_reverification_queue_leaves_out_terminated_employees() {
     let got: Vec<i64> = rows[1..].iter().map(|r| r[0].parse().unwrap()).collect();
     assert_eq!(got, [rehired, active, leaving]);
     // Each item carries the date that puts it in the queue and orders it,
-    // in JSON and in the CSV's last column.
+    // in JSON and in the CSV's ninth column.
     let expirations = [day(2), day(5), day(7)];
     let json: Vec<&str> = body["searchResult"]
         .as_array()
@@ -439,7 +441,7 @@ async fn the_reverification_queue_leaves_out_terminated_employees() {
         .map(|i| i["i9Expiration"].as_str().unwrap())
         .collect();
     assert_eq!(json, expirations);
-    assert_eq!(rows[0].last().unwrap(), "i9Expiration");
+    assert_eq!(rows[0][8], "i9Expiration");
     let csv: Vec<&str> = rows[1..].iter().map(|r| r[8].as_str()).collect();
     assert_eq!(csv, expirations);
     // The terminated ones' I-9s are still in the collection, outside the queue.
@@ -582,7 +584,9 @@ async fn csv_exports_the_whole_queue_with_neutralised_formulas_and_masked_number
             "dateDue",
             "startDate",
             "employeeId",
-            "i9Expiration"
+            "i9Expiration",
+            "dueDate",
+            "dueKind"
         ]
     );
     assert_eq!(rows.len(), 61, "a header and 60 rows");
@@ -797,7 +801,7 @@ async fn i9_dates(app: &TestApp, token: &str, i9: i64) -> (String, String) {
 /// earlier one, keeps its dates (docs/api.md, "Periods of employment").
 #[tokio::test]
 async fn a_start_date_change_moves_the_open_i9_and_the_queues_follow() {
-    use i9_common::domain::calendar::business_days_after;
+    use i9_common::domain::calendar::Calendar;
     use serde_json::json;
     let app = spawn_app().await;
     let admin = app.token(ADMIN).await;
@@ -832,7 +836,11 @@ async fn a_start_date_change_moves_the_open_i9_and_the_queues_follow() {
             i9,
         )
     };
-    let due = |offset: i64| business_days_after(day(offset).parse().unwrap(), 3).to_string();
+    let due = |offset: i64| {
+        Calendar::default()
+            .section2_due(day(offset).parse().unwrap())
+            .to_string()
+    };
 
     // Section 1 not signed, starting in five days: not overdue yet.
     let maria = app

@@ -26,6 +26,10 @@ enum T {
     IntList,
     /// `null`, or an array of `{field, reason}`
     Differences,
+    /// An array of objects (Supplement B entries: tests/tests/api/reverification.rs)
+    Objects,
+    /// An array of Supplement A's preparers (docs/supplement-a.md)
+    Preparers,
 }
 
 fn check(value: &Value, t: T) -> bool {
@@ -60,6 +64,9 @@ fn check(value: &Value, t: T) -> bool {
         T::IntList => value
             .as_array()
             .is_some_and(|a| a.iter().all(Value::is_i64)),
+        T::Objects => value
+            .as_array()
+            .is_some_and(|a| a.iter().all(Value::is_object)),
         T::Differences => {
             value.is_null()
                 || value.as_array().is_some_and(|a| {
@@ -70,6 +77,23 @@ fn check(value: &Value, t: T) -> bool {
                     })
                 })
         }
+        T::Preparers => value.as_array().is_some_and(|a| {
+            a.iter().all(|p| {
+                p.as_object().is_some_and(|o| o.len() == 9)
+                    && [
+                        "lastName",
+                        "firstName",
+                        "address",
+                        "city",
+                        "state",
+                        "zip",
+                        "signature",
+                    ]
+                    .iter()
+                    .all(|k| p[k].is_string())
+                    && p["signedDate"].as_str().is_some_and(date)
+            })
+        }),
     }
 }
 
@@ -148,6 +172,8 @@ fn employee_record() -> Vec<(&'static str, T)> {
         ("i9Expiration", T::Date),
         ("i9FormSection1Link", T::OptStr),
         ("i9FormSection2Link", T::OptStr),
+        // docs/retention.md, "Legal holds".
+        ("legalHold", T::Bool),
     ];
     for name in [
         "custom1",
@@ -198,6 +224,8 @@ fn i9_record() -> Vec<(&'static str, T)> {
         ("formVersion", T::Str),
         ("attestation", T::OptStr),
         ("remote", T::Bool),
+        // Section 2's alternative procedure (docs/remote-examination.md).
+        ("alternativeProcedure", T::Bool),
         ("IntegrationTransactionId", T::OptStr),
         ("links", T::Links),
         ("dateCreated", T::Timestamp),
@@ -207,6 +235,7 @@ fn i9_record() -> Vec<(&'static str, T)> {
         ("startDate", T::Date),
         ("i9Expiration", T::Date),
         ("retentionDate", T::Date),
+        ("legalHold", T::Bool),
         ("signedDateEmployee", T::Date),
         ("signedDateEmployer", T::Date),
         ("signedDateTranslator", T::Date),
@@ -214,6 +243,10 @@ fn i9_record() -> Vec<(&'static str, T)> {
         ("lastName", T::Str),
         ("dateOfBirth", T::Date),
         ("section1Differences", T::Differences),
+        // Supplement B (docs/reverification.md).
+        ("receiptDueDate", T::Date),
+        ("supplementB", T::Objects),
+        ("preparersAndTranslators", T::Preparers),
     ];
     for name in [
         "middleInitial",
@@ -364,6 +397,9 @@ async fn every_resource_has_the_fields_and_types_of_the_specification() {
             ("startDate", T::OptStr),
             ("employeeId", T::Int),
             ("i9Expiration", T::Date),
+            // Expiring-document reminders (docs/reminders.md).
+            ("dueDate", T::Date),
+            ("dueKind", T::OptStr),
         ],
     );
     let record = app.get_json(&format!("/v1/i9s/{i9}"), &token).await;

@@ -36,7 +36,7 @@ async fn hire(app: &TestApp, candidate: &str, language: i64) -> (i64, String) {
     (id, link)
 }
 
-fn good_form() -> Vec<(&'static str, &'static str)> {
+pub(crate) fn good_form() -> Vec<(&'static str, &'static str)> {
     vec![
         ("lastName", "Diaz"),
         ("firstName", "Ana"),
@@ -152,7 +152,7 @@ async fn the_employee_signs_section_1_and_returns_to_the_partner() {
 }
 
 /// The error summary of a page: each entry's link fragment and text.
-fn summary(html: &str) -> Vec<(String, String)> {
+pub(crate) fn summary(html: &str) -> Vec<(String, String)> {
     let start = html.find("class=\"summary\"").expect("an error summary");
     let end = start + html[start..].find("</div>").unwrap();
     regex::Regex::new(r##"<li><a href="#([^"]*)">([^<]*)</a></li>"##)
@@ -545,7 +545,7 @@ async fn a_form_that_cannot_be_read_is_a_400_page_in_its_language_and_signs_noth
 /// An employee that HR (`admin`'s token) hires with `fields` besides a name,
 /// a group and a start date, with an I-9: its id, its I-9's id and the
 /// Section 1 link, once the worker has created the I-9.
-async fn hr_hire(app: &TestApp, admin: &str, fields: Value) -> (i64, i64, String) {
+pub(crate) async fn hr_hire(app: &TestApp, admin: &str, fields: Value) -> (i64, i64, String) {
     let mut body = json!({"firstName": "Ana", "lastName": "Diaz", "startDate": "2026-12-01",
                           "locationId": 3, "createI9": "yes"});
     body.as_object_mut()
@@ -905,7 +905,7 @@ async fn an_ssn_taken_while_the_employee_signs_is_not_copied_either() {
 }
 
 /// The error beside `field` on a page, if any.
-fn error_beside(html: &str, field: &str) -> Option<String> {
+pub(crate) fn error_beside(html: &str, field: &str) -> Option<String> {
     regex::Regex::new(&format!(
         r#"<p class="error" id="{field}-error">([^<]*)</p>"#
     ))
@@ -915,7 +915,7 @@ fn error_beside(html: &str, field: &str) -> Option<String> {
 }
 
 /// `form` with `changes` made (a field set, or added).
-fn with(
+pub(crate) fn with(
     mut form: Vec<(&'static str, String)>,
     changes: &[(&'static str, &str)],
 ) -> Vec<(&'static str, String)> {
@@ -928,7 +928,7 @@ fn with(
     form
 }
 
-fn good_form_owned() -> Vec<(&'static str, String)> {
+pub(crate) fn good_form_owned() -> Vec<(&'static str, String)> {
     good_form()
         .into_iter()
         .map(|(k, v)| (k, v.to_owned()))
@@ -990,14 +990,14 @@ async fn impossible_values_are_refused_beside_their_fields() {
         (
             vec![("addressState", "Oregon")],
             "addressState",
-            "Enter the two-letter state abbreviation, e.g. CA.",
-            "Escriba la abreviatura de dos letras del estado, p. ej., CA.",
+            "Choose the state, territory or military post office from the list.",
+            "Elija el estado, territorio u oficina postal militar de la lista.",
         ),
         (
             vec![("addressState", "XX")],
             "addressState",
-            "Enter the two-letter state abbreviation, e.g. CA.",
-            "Escriba la abreviatura de dos letras del estado, p. ej., CA.",
+            "Choose the state, territory or military post office from the list.",
+            "Elija el estado, territorio u oficina postal militar de la lista.",
         ),
         (
             vec![
@@ -1052,7 +1052,7 @@ async fn impossible_values_are_refused_beside_their_fields() {
         1,
         "nothing signed"
     );
-    // The hints say what is asked.
+    // The hints say what is asked; the state is a list.
     let page = app
         .http
         .get(&link)
@@ -1063,9 +1063,8 @@ async fn impossible_values_are_refused_beside_their_fields() {
         .await
         .unwrap();
     assert!(
-        page.contains(
-            r#"<p class="hint" id="addressState-hint">The two-letter abbreviation, e.g. CA.</p>"#
-        ),
+        page.contains(r#"<select id="addressState" name="addressState" autocomplete="address-level1" required>"#)
+            && page.contains(r#"<option value="OR">OR – Oregon</option>"#),
         "{page}"
     );
     assert!(page

@@ -8,6 +8,7 @@ pub mod claim;
 pub mod create_i9;
 pub mod post_status_callback;
 pub mod send_login_email;
+pub mod send_reminder_email;
 pub mod send_remote_hire_email;
 
 use i9_common::{
@@ -85,6 +86,10 @@ pub async fn handle(ctx: &Context, env: &Envelope) -> JobResult {
             send_remote_hire_email::run(ctx, env.job_id, *request_id).await
         }
         Job::PostStatusCallback { event_id } => post_status_callback::run(ctx, *event_id).await,
+        Job::SendReminderEmail {
+            reminder_id,
+            recipient,
+        } => send_reminder_email::run(ctx, env.job_id, *reminder_id, *recipient).await,
     }
 }
 

@@ -49,7 +49,41 @@ pub struct EmployeeChange {
     pub login: LoginWish,
     pub i9: Option<I9Wish>,
     pub rehire: bool,
+    /// With `rehire`: record it on Supplement B of the existing I-9.
+    pub rehire_i9: RehireI9,
 }
+
+/// `rehireI9`: what a re-hire does about the I-9 (docs/reverification.md,
+/// "Rehire"). `newI9`, the default, is what a re-hire always did: whatever
+/// `createI9` asks; `supplementB` records the rehire on the employee's
+/// latest I-9, which then covers the new period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RehireI9 {
+    #[default]
+    NewI9,
+    SupplementB,
+}
+
+impl RehireI9 {
+    const CHOICES: [(&'static str, RehireI9); 2] = [
+        ("newI9", RehireI9::NewI9),
+        ("supplementB", RehireI9::SupplementB),
+    ];
+}
+
+impl i9_common::domain::FromJson for RehireI9 {
+    fn from_json(value: &serde_json::Value) -> Result<Self, Invalid> {
+        i9_common::domain::fields::one_of(value, &Self::CHOICES)
+    }
+}
+
+impl PartialSchema for RehireI9 {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::Schema> {
+        i9_common::domain::fields::enum_schema(&Self::CHOICES.map(|(name, _)| name))
+    }
+}
+
+impl ToSchema for RehireI9 {}
 
 impl EmployeeChange {
     /// The period the body states, where it states one.
@@ -296,6 +330,13 @@ pub struct EmployeeUpdate {
     #[serde(default)]
     #[schema(inline)]
     pub rehire: Field<Yes>,
+    /// With `rehire`: `newI9` (the default: a new I-9 as `createI9` asks)
+    /// or `supplementB` (the rehire recorded on Supplement B of the
+    /// employee's latest I-9, within three years of its completion; not
+    /// with `createI9` or `createRemotehireI9`). docs/reverification.md.
+    #[serde(default, rename = "rehireI9")]
+    #[schema(inline)]
+    pub rehire_i9: Field<RehireI9>,
 }
 
 /// The body of the partner operation (the I column of the specification's
@@ -355,6 +396,14 @@ pub struct PartnerHire {
     #[serde(default)]
     #[schema(inline)]
     pub language_preference: Field<Language>,
+    /// For a terminated candidate (a re-hire): `newI9` (the default: a new
+    /// I-9 and its Section 1 link) or `supplementB` (the re-hire recorded on
+    /// Supplement B of the employee's latest I-9, within three years of its
+    /// completion; the answer then has no Section 1 link).
+    /// docs/reverification.md, "Rehire".
+    #[serde(default, rename = "rehireI9")]
+    #[schema(inline)]
+    pub rehire_i9: Field<RehireI9>,
 }
 
 /// The group and the legal entity a body names, each where its value is a
@@ -520,6 +569,7 @@ impl EmployeeCreate {
             login,
             i9,
             rehire: false,
+            rehire_i9: RehireI9::NewI9,
         }
     }
 }
@@ -530,6 +580,24 @@ impl EmployeeUpdate {
         let mut p = Problems::default();
         let mut change = self.fields.read(&mut p);
         change.rehire = p.optional("rehire", self.rehire).is_some();
+        change.rehire_i9 = p.optional("rehireI9", self.rehire_i9).unwrap_or_default();
+        if change.rehire_i9 == RehireI9::SupplementB {
+            if !change.rehire && !p.names("rehire") {
+                p.push(
+                    "rehireI9",
+                    Invalid::new("requires_rehire", "rehireI9 goes with rehire: yes."),
+                );
+            }
+            if change.i9.is_some() {
+                p.push(
+                    "rehireI9",
+                    Invalid::new(
+                        "mutually_exclusive",
+                        "A rehire recorded on Supplement B starts no new I-9: leave out createI9 and createRemotehireI9.",
+                    ),
+                );
+            }
+        }
         if change.rehire && change.start_date.flatten().is_none() && !p.names("startDate") {
             p.push(
                 "startDate",
@@ -548,6 +616,8 @@ pub struct PartnerChange {
     pub return_url: Option<String>,
     pub start_date: chrono::NaiveDate,
     pub fields: EmployeeFields,
+    /// What a re-hire of a terminated candidate does about the I-9.
+    pub rehire_i9: RehireI9,
 }
 
 impl PartnerHire {
@@ -587,6 +657,7 @@ impl PartnerHire {
             language: p.patch("languagePreference", self.language_preference),
             ..EmployeeFields::default()
         };
+        let rehire_i9 = p.optional("rehireI9", self.rehire_i9).unwrap_or_default();
         let (Some(candidate), Some(onboarding), Some(start)) = (candidate, onboarding, start_date)
         else {
             return Err(p.into_errors());
@@ -597,6 +668,7 @@ impl PartnerHire {
             return_url,
             start_date: start.0,
             fields,
+            rehire_i9,
         })
     }
 }
@@ -622,7 +694,7 @@ impl RequestBody for EmployeeCreate {
     }
 
     fn unknown(name: &str) -> FieldError {
-        if name == "rehire" {
+        if name == "rehire" || name == "rehireI9" {
             return FieldError::new(
                 name,
                 "not_accepted",
@@ -819,6 +891,46 @@ mod tests {
         );
     }
 
+    /// `rehireI9: "supplementB"` goes with `rehire`, and starts no new I-9
+    /// (docs/reverification.md, "Rehire"); `newI9` is the default.
+    #[test]
+    fn rehire_i9_goes_with_a_rehire_and_without_a_new_i9() {
+        let update = |v: serde_json::Value| {
+            let mut body = json!({"firstName": "A", "lastName": "B", "locationId": 1,
+                                  "startDate": "2026-12-01"});
+            body.as_object_mut()
+                .unwrap()
+                .extend(v.as_object().unwrap().clone());
+            serde_json::from_value::<EmployeeUpdate>(body)
+                .unwrap()
+                .check()
+        };
+        assert_eq!(
+            update(json!({"rehire": "yes"})).unwrap().rehire_i9,
+            RehireI9::NewI9
+        );
+        assert_eq!(
+            update(json!({"rehire": "yes", "rehireI9": "supplementB"}))
+                .unwrap()
+                .rehire_i9,
+            RehireI9::SupplementB
+        );
+        assert_eq!(
+            codes(update(json!({"rehireI9": "supplementB"}))),
+            [("rehireI9".into(), "requires_rehire")]
+        );
+        assert_eq!(
+            codes(update(
+                json!({"rehire": "yes", "rehireI9": "supplementB", "createRemotehireI9": "yes"})
+            )),
+            [("rehireI9".into(), "mutually_exclusive")]
+        );
+        assert_eq!(
+            codes(update(json!({"rehire": "yes", "rehireI9": "SupplementB"}))),
+            [("rehireI9".into(), "invalid_value")]
+        );
+    }
+
     /// `required` is for a startDate absent or null: one sent but invalid
     /// has its `invalid_date` alone.
     #[test]
@@ -877,7 +989,7 @@ mod tests {
     fn the_schema_states_the_fields_and_limits_each_body_enforces() {
         use crate::body::schema_is_enforced as each;
         assert_eq!(each(|b: EmployeeCreate| b.check().map(drop)), 43);
-        assert_eq!(each(|b: EmployeeUpdate| b.check().map(drop)), 44);
-        assert_eq!(each(|b: PartnerHire| b.check(false).map(drop)), 15);
+        assert_eq!(each(|b: EmployeeUpdate| b.check().map(drop)), 45);
+        assert_eq!(each(|b: PartnerHire| b.check(false).map(drop)), 16);
     }
 }

@@ -13,6 +13,7 @@ use chrono::NaiveDate;
 use i9_common::{
     crypto::Purpose,
     domain::{EmployeeI9Status, I9Status, Permission, Scope, Step},
+    models::retention,
 };
 use serde::Serialize;
 use sqlx::FromRow;
@@ -190,8 +191,8 @@ pub async fn list(
             &state.pool,
             &state.cipher,
             PageSql {
-                from: &format!("FROM employees e {LATEST_I9} WHERE TRUE"),
-                count_from: Some("FROM employees e WHERE TRUE"),
+                from: &format!("FROM employees e {LATEST_I9} WHERE e.purged_at IS NULL"),
+                count_from: Some("FROM employees e WHERE e.purged_at IS NULL"),
                 columns,
                 order: "ORDER BY e.id",
                 restrict: Some(Restrict::Employee(&visibility, "e")),
@@ -301,6 +302,10 @@ pub struct EmployeeRecord {
     /// signed (`Signed Sec 1`); `null` otherwise.
     #[sqlx(skip)]
     pub i9_form_section2_link: Option<String>,
+    /// Whether a legal hold (on the employee or its legal entity) keeps its
+    /// I-9s from the retention purge (docs/retention.md, "Legal holds").
+    #[sqlx(skip)]
+    pub legal_hold: bool,
     /// `self`; `i9s`, the employee's I-9s (`/v1/i9s?employeeId=`); and
     /// `i9` for each I-9 of the employee, newest first.
     #[sqlx(skip)]
@@ -438,6 +443,7 @@ impl From<EmployeeRow> for EmployeeRecord {
             i9_form_section1_link: None,
             i9_form_section2_link: None,
             links: Vec::new(),
+            legal_hold: false,
             ssn_ciphertext: r.ssn_ciphertext,
             ssn_last4: r.ssn_last4,
             section2_i9_id: None,
@@ -530,6 +536,7 @@ pub async fn fetch(
         .section2_i9_id
         .map(|i9| format!("{}/v1/i9s/{i9}/section2", state.config.public_base_url));
     rec.links = record_links(id, &i9_ids, !caller.partner);
+    rec.legal_hold = retention::held(&mut *conn, id).await?;
     Ok(Some(rec))
 }
 
@@ -561,6 +568,7 @@ pub fn record_links(id: i64, i9_ids: &[i64], periods: bool) -> Vec<Link> {
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such employee, or not in the caller's groups", body = Problem, content_type = "application/problem+json"),
+        (status = 410, description = "Purged with its I-9s at the end of their retention (docs/retention.md)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("oauth2" = ["read"]))
 )]
@@ -571,7 +579,12 @@ pub async fn get_one(
 ) -> ApiResult<Json<EmployeeRecord>> {
     caller.require(Scope::Read, Permission::ViewEmployees)?;
     let id = id.get()?;
-    Ok(Json(load(&state, &caller, id).await?))
+    let rec = load(&state, &caller, id).await?;
+    // An employee purged with its I-9s is gone (docs/retention.md, "The employee").
+    if let Some(d) = retention::employee_destruction(&state.pool, id).await? {
+        return Err(super::legal_holds::gone("employee", Some(d)));
+    }
+    Ok(Json(rec))
 }
 
 impl crate::list::CsvColumns for EmployeeSummary {

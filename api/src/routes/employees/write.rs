@@ -18,14 +18,16 @@ use i9_common::{
     models::{
         employee::{self, EmployeeFields, Holder},
         i9_request::{self, I9Request},
-        WriteError,
+        retention, supplement_b, WriteError,
     },
 };
 use sqlx::PgConnection;
 
 use super::{
     fetch,
-    input::{EmployeeChange, EmployeeCreate, EmployeeUpdate, NamesReferences, References},
+    input::{
+        EmployeeChange, EmployeeCreate, EmployeeUpdate, NamesReferences, References, RehireI9,
+    },
     EmployeeRecord,
 };
 use crate::{
@@ -215,6 +217,7 @@ async fn replay_create(
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "Open I-9 with createI9 yes; re-hire of an active employee; profileId or SSN held by another", body = Problem, content_type = "application/problem+json"),
+        (status = 410, description = "The employee was purged (docs/retention.md)", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Writes of SSNs ending in the same four digits by a caller without permission 12 wait; see Retry-After (docs/api.md, \"Social security numbers\")", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
     ),
@@ -258,6 +261,10 @@ pub async fn update(
     else {
         return Err(ApiError::NotFound);
     };
+    // A purged employee is gone: nothing is written to it (docs/retention.md).
+    if let Some(d) = retention::employee_destruction(&mut *tx, id).await? {
+        return Err(super::super::legal_holds::gone("employee", Some(d)));
+    }
     ssn_writes::admit(&state, &caller, fields.new_ssn()).await?;
     // One 422 names every field: a missing reference with what the stored
     // record makes wrong (docs/api.md, "Writing employees").
@@ -334,6 +341,18 @@ pub async fn update(
     let base = state.config.public_base_url.as_str();
     if change.rehire {
         employee::start_period(&mut tx, id, period, base).await?;
+        // Recorded on the existing I-9 instead of a new one, where the law
+        // allows (docs/reverification.md, "Rehire").
+        if change.rehire_i9 == RehireI9::SupplementB {
+            supplement_b::rehire(
+                &mut tx,
+                &caller.actor(),
+                id,
+                state.config.today(),
+                "rehireI9",
+            )
+            .await?;
+        }
     } else if current.period_id.is_none()
         || change.start_date.is_some()
         || change.terminated_date.is_some()

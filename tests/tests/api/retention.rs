@@ -1,0 +1,584 @@
+//! Retention and purge of I-9s (docs/retention.md): the rule (leap days,
+//! year ends), the stored date following terminations, cancellations and
+//! re-hires, the purge (personal data gone, one destruction record), legal
+//! holds, what is never purged, the dry run, and concurrent rounds.
+
+use chrono::NaiveDate;
+use i9_common::models::retention::{self, PurgedBy, RULE};
+use i9_tests::{eventually, spawn_app, spawn_app_with, TestApp, ADMIN, BOSTON_VIEWER};
+use serde_json::{json, Value};
+
+fn day(s: &str) -> NaiveDate {
+    s.parse().unwrap()
+}
+
+async fn stored_date(app: &TestApp, i9: i64) -> Option<NaiveDate> {
+    sqlx::query_scalar("SELECT retention_date FROM i9s WHERE id = $1")
+        .bind(i9)
+        .fetch_one(app.pool())
+        .await
+        .unwrap()
+}
+
+/// PATCH `change` onto the employee's names and group (which a PATCH needs).
+async fn patch(app: &TestApp, token: &str, employee: i64, change: Value) {
+    let rec = app
+        .get_json(&format!("/v1/employees/{employee}"), token)
+        .await;
+    let mut body = json!({"firstName": rec["firstName"], "lastName": rec["lastName"],
+                          "locationId": rec["locationId"]});
+    for (k, v) in change.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    let r = app
+        .patch_json(&format!("/v1/employees/{employee}"), token, &body)
+        .await;
+    let status = r.status();
+    assert_eq!(status, 200, "{}", r.text().await.unwrap());
+}
+
+async fn destructions(app: &TestApp, i9: i64) -> i64 {
+    app.count("SELECT count(*) FROM i9_destructions WHERE i9_id = $1", i9)
+        .await
+}
+
+async fn delete(app: &TestApp, path: &str, token: &str) -> reqwest::Response {
+    reqwest::Client::new()
+        .delete(app.url(path))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// James (EMP-1002) was hired 2025-01-13 and terminated 2026-06-30: his
+/// I-9s are due on 2028-01-13 (hire + 3 years is later).
+const JAMES_DUE: &str = "2028-01-13";
+
+#[tokio::test]
+async fn the_rule_counts_whole_years_and_a_leap_day_ends_on_march_first() {
+    let app = spawn_app().await;
+    // (date of hire, termination date, retention date)
+    let cases = [
+        // Hire on Feb 29 + 3 years: Feb 29 does not exist in 2027, Mar 1 is
+        // the anniversary (never a day early).
+        ("2024-02-29", Some("2025-06-01"), Some("2027-03-01")),
+        // Termination on Feb 29 + 1 year: Mar 1.
+        ("2020-02-29", Some("2024-02-29"), Some("2025-03-01")),
+        // Feb 28 stays Feb 28, also into a leap year.
+        ("2021-02-28", Some("2023-02-28"), Some("2024-02-28")),
+        // Mar 1 stays Mar 1 across a leap year.
+        ("2023-03-01", Some("2025-03-01"), Some("2026-03-01")),
+        // Year ends: Dec 31 + 3 years, and termination + 1 into the next year.
+        ("2023-12-31", Some("2024-01-01"), Some("2026-12-31")),
+        ("2020-01-01", Some("2025-12-31"), Some("2026-12-31")),
+        ("2023-01-01", Some("2025-12-31"), Some("2026-12-31")),
+        ("2022-12-31", Some("2025-01-01"), Some("2026-01-01")),
+        // Hire + 3 later vs termination + 1 later.
+        ("2026-10-05", Some("2026-11-30"), Some("2029-10-05")),
+        ("2020-01-06", Some("2026-06-30"), Some("2027-06-30")),
+        // Employed: none.
+        ("2024-03-01", None, None),
+    ];
+    for (hired, terminated, want) in cases {
+        let got: Option<NaiveDate> = sqlx::query_scalar("SELECT i9_retention_date($1, $2)")
+            .bind(day(hired))
+            .bind(terminated.map(day))
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+        assert_eq!(
+            got,
+            want.map(day),
+            "hired {hired}, terminated {terminated:?}"
+        );
+    }
+    // An unknown date of hire gives no date: never purged on a guess.
+    let got: Option<NaiveDate> = sqlx::query_scalar("SELECT i9_retention_date(NULL, $1)")
+        .bind(day("2025-01-01"))
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(got, None);
+    // 4 years from a Feb 29 is a Feb 29.
+    let got: NaiveDate = sqlx::query_scalar("SELECT i9_years_after($1, 4)")
+        .bind(day("2024-02-29"))
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(got, day("2028-02-29"));
+}
+
+#[tokio::test]
+async fn the_date_is_stored_on_termination_and_cleared_when_it_is_cancelled() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let maria = app.employee_id("EMP-1001").await; // hired 2026-10-05
+    let i9 = app.insert_i9(maria, "Approved").await;
+    assert_eq!(stored_date(&app, i9).await, None, "none while employed");
+    patch(&app, &token, maria, json!({"terminatedDate": "2026-11-30"})).await;
+    assert_eq!(stored_date(&app, i9).await, Some(day("2029-10-05")));
+    let rec = app.get_json(&format!("/v1/i9s/{i9}"), &token).await;
+    assert_eq!(rec["retentionDate"], "2029-10-05", "the record reads it");
+    assert_eq!(rec["legalHold"], false);
+    // Another termination date, far later: termination + 1 year wins.
+    patch(&app, &token, maria, json!({"terminatedDate": "2029-12-31"})).await;
+    assert_eq!(stored_date(&app, i9).await, Some(day("2030-12-31")));
+    // Cancelled: cleared.
+    patch(&app, &token, maria, json!({"terminatedDate": null})).await;
+    assert_eq!(stored_date(&app, i9).await, None);
+    let rec = app.get_json(&format!("/v1/i9s/{i9}"), &token).await;
+    assert_eq!(rec["retentionDate"], Value::Null);
+}
+
+#[tokio::test]
+async fn a_rehire_keeps_the_old_periods_date_and_an_i9_moved_to_the_new_period_follows_it() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await; // 2025-01-13 to 2026-06-30
+    let old_period: i64 = app
+        .count(
+            "SELECT id FROM employment_periods WHERE employee_id = $1",
+            james,
+        )
+        .await;
+    let i9 = app.insert_i9(james, "Approved").await;
+    sqlx::query("UPDATE i9s SET employment_period_id = $2 WHERE id = $1")
+        .bind(i9)
+        .bind(old_period)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(stored_date(&app, i9).await, Some(day(JAMES_DUE)));
+    patch(
+        &app,
+        &token,
+        james,
+        json!({"rehire": "yes", "startDate": "2027-02-01"}),
+    )
+    .await;
+    assert_eq!(
+        stored_date(&app, i9).await,
+        Some(day(JAMES_DUE)),
+        "an I-9 of an older, ended period keeps its date"
+    );
+    // A re-hire on Supplement B points the I-9 at the new period: current
+    // again, no date.
+    let new_period: i64 = app
+        .count(
+            "SELECT max(id) FROM employment_periods WHERE employee_id = $1",
+            james,
+        )
+        .await;
+    sqlx::query("UPDATE i9s SET employment_period_id = $2 WHERE id = $1")
+        .bind(i9)
+        .bind(new_period)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(stored_date(&app, i9).await, None);
+    // Ended again: from the new period (hire 2027-02-01 + 3 years).
+    patch(&app, &token, james, json!({"terminatedDate": "2027-03-31"})).await;
+    assert_eq!(stored_date(&app, i9).await, Some(day("2030-02-01")));
+}
+
+#[tokio::test]
+async fn a_purge_removes_the_personal_data_and_keeps_one_destruction_record() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await;
+    let i9 = app.insert_i9(james, "Approved").await;
+    sqlx::query(
+        "UPDATE i9s SET date_of_birth = DATE '1990-04-01', alien_number = $2,
+                        list_a1_doc_title = 'U.S. Passport', list_a1_doc_number = $3,
+                        employer_first_name = 'Ada', translator_last_name = 'Tran',
+                        ssn_last4 = '1234', email_address = 'james@example.com'
+         WHERE id = $1",
+    )
+    .bind(i9)
+    // Bound, not literal: the statement text is logged at DEBUG and the log scan
+    // reads an A-Number's nine digits as a social security number.
+    .bind("A123456789")
+    .bind("X1234567")
+    .execute(app.pool())
+    .await
+    .unwrap();
+    // Its Section 1 link (a row of its own).
+    sqlx::query(
+        "INSERT INTO i9_requests (id, employee_id, remote, section1_token_hash, section1_expires_at,
+                                  section1_token_ciphertext, i9_id)
+         VALUES (gen_random_uuid(), $1, TRUE, '\\x01', now(), '\\x02', $2)",
+    )
+    .bind(james)
+    .bind(i9)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    // The day before: nothing.
+    let round = retention::purge_round(app.pool(), day("2028-01-12"), PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert!(round.i9s.is_empty(), "{round:?}");
+    let rec = app.get_json(&format!("/v1/i9s/{i9}"), &token).await;
+    assert_eq!(rec["lastName"], "Chen");
+    // On the date: purged.
+    let round = retention::purge_round(app.pool(), day(JAMES_DUE), PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(round.i9s.len(), 1);
+    assert_eq!(round.i9s[0].i9_id, i9);
+    assert_eq!(
+        round.employees,
+        vec![james],
+        "nothing of James is left to keep"
+    );
+    // Each of these was set (or copied from the employee) before the purge.
+    let left: (String, String, i32) = sqlx::query_as(
+        "SELECT first_name, last_name,
+                num_nonnulls(ssn_ciphertext, ssn_last4, date_of_birth, alien_number,
+                             list_a1_doc_title, list_a1_doc_number, employer_first_name,
+                             translator_last_name, email_address)
+         FROM i9s WHERE id = $1",
+    )
+    .bind(i9)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(left, (String::new(), String::new(), 0));
+    assert_eq!(destructions(&app, i9).await, 1);
+    assert_eq!(
+        app.count("SELECT count(*) FROM i9_requests WHERE i9_id = $1", i9)
+            .await,
+        0,
+        "the Section 1 link went too"
+    );
+    let (rule, due, by): (String, NaiveDate, String) = sqlx::query_as(
+        "SELECT rule, retention_date, purged_by FROM i9_destructions WHERE i9_id = $1",
+    )
+    .bind(i9)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        (rule.as_str(), due, by.as_str()),
+        (RULE, day(JAMES_DUE), "worker")
+    );
+    // The employee's own personal data went with it.
+    let (ssn, dob, last): (Option<String>, Option<NaiveDate>, String) =
+        sqlx::query_as("SELECT ssn_last4, date_of_birth, last_name FROM employees WHERE id = $1")
+            .bind(james)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!((ssn, dob, last), (None, None, String::new()));
+    // The records answer 410, and the lists leave them out.
+    let r = app.get(&format!("/v1/i9s/{i9}"), &token).await;
+    assert_eq!(r.status(), 410);
+    let body: Value = r.json().await.unwrap();
+    assert!(body["detail"].as_str().unwrap().contains(RULE), "{body}");
+    assert_eq!(
+        app.get(&format!("/v1/employees/{james}"), &token)
+            .await
+            .status(),
+        410
+    );
+    let list = app
+        .get_json(&format!("/v1/i9s?employeeId={james}"), &token)
+        .await;
+    assert_eq!(list["total"], 0);
+    let employees = app.get_json("/v1/employees", &token).await;
+    assert!(!i9_tests::ids(&employees).contains(&james), "{employees}");
+    // Nothing is written to them any more.
+    let r = app
+        .post_json(&format!("/v1/i9s/{i9}/approve"), &token, &json!({}))
+        .await;
+    assert_eq!(r.status(), 410);
+    let r = app
+        .patch_json(
+            &format!("/v1/employees/{james}"),
+            &token,
+            &json!({"firstName": "James", "lastName": "Chen", "locationId": 1}),
+        )
+        .await;
+    assert_eq!(r.status(), 410);
+    // Audited, without personal data.
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM audit_log WHERE action = 'i9.purge' AND resource_id = $1::TEXT",
+            i9
+        )
+        .await,
+        1
+    );
+    // Another round: nothing more, still one record.
+    let again = retention::purge_round(app.pool(), day("2030-01-01"), PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(again, retention::Round::default());
+    assert_eq!(destructions(&app, i9).await, 1);
+}
+
+#[tokio::test]
+async fn a_hold_on_the_employee_keeps_the_record_until_it_is_lifted() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await;
+    let i9 = app.insert_i9(james, "Approved").await;
+    let r = app
+        .post_json(
+            &format!("/v1/employees/{james}/legal-holds"),
+            &token,
+            &json!({"reason": "Litigation matter 2026-114"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let hold: Value = r.json().await.unwrap();
+    assert_eq!(hold["active"], true);
+    assert_eq!(hold["employeeId"], james);
+    let rec = app.get_json(&format!("/v1/i9s/{i9}"), &token).await;
+    assert_eq!(rec["legalHold"], true);
+    let emp = app
+        .get_json(&format!("/v1/employees/{james}"), &token)
+        .await;
+    assert_eq!(emp["legalHold"], true);
+    let as_of = day("2030-01-01");
+    assert!(retention::dry_run(app.pool(), as_of)
+        .await
+        .unwrap()
+        .is_empty());
+    let round = retention::purge_round(app.pool(), as_of, PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert!(round.i9s.is_empty() && round.employees.is_empty());
+    assert_eq!(destructions(&app, i9).await, 0);
+    // Lifted: the next round takes it.
+    let path = format!("/v1/legal-holds/{}", hold["id"]);
+    let r = delete(&app, &path, &token).await;
+    assert_eq!(r.status(), 200);
+    let lifted: Value = r.json().await.unwrap();
+    assert_eq!(lifted["active"], false);
+    assert_eq!(
+        delete(&app, &path, &token).await.status(),
+        409,
+        "lifted already"
+    );
+    let holds = app.get_json("/v1/legal-holds", &token).await;
+    assert_eq!(holds["total"], 1, "a lifted hold stays as history");
+    let round = retention::purge_round(app.pool(), as_of, PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(round.i9s.len(), 1);
+    assert_eq!(destructions(&app, i9).await, 1);
+    for action in ["legal_hold.set", "legal_hold.lift"] {
+        let n: i64 = sqlx::query_scalar("SELECT count(*) FROM audit_log WHERE action = $1")
+            .bind(action)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+        assert_eq!(n, 1, "{action}");
+    }
+}
+
+#[tokio::test]
+async fn a_hold_on_the_legal_entity_keeps_its_employees_records() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await; // acme-us
+    let i9 = app.insert_i9(james, "Approved").await;
+    let entity: i64 = app
+        .count("SELECT legal_entity_id FROM employees WHERE id = $1", james)
+        .await;
+    let r = app
+        .post_json(
+            &format!("/v1/eins/{entity}/legal-holds"),
+            &token,
+            &json!({"reason": "DOL audit 2027"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let hold: Value = r.json().await.unwrap();
+    let as_of = day("2030-01-01");
+    let round = retention::purge_round(app.pool(), as_of, PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert!(round.i9s.is_empty());
+    assert_eq!(destructions(&app, i9).await, 0);
+    let r = delete(&app, &format!("/v1/legal-holds/{}", hold["id"]), &token).await;
+    assert_eq!(r.status(), 200);
+    let round = retention::purge_round(app.pool(), as_of, PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(round.i9s.len(), 1);
+}
+
+#[tokio::test]
+async fn legal_holds_need_permission_5_and_a_reason() {
+    let app = spawn_app().await;
+    let james = app.employee_id("EMP-1002").await;
+    let viewer = app.token(BOSTON_VIEWER).await;
+    let path = format!("/v1/employees/{james}/legal-holds");
+    let r = app.post_json(&path, &viewer, &json!({"reason": "x"})).await;
+    assert_eq!(r.status(), 403);
+    let token = app.token(ADMIN).await;
+    for body in [
+        json!({}),
+        json!({"reason": "  "}),
+        json!({"reason": "x", "other": 1}),
+    ] {
+        let r = app.post_json(&path, &token, &body).await;
+        assert_eq!(r.status(), 422, "{body}");
+    }
+    let r = app
+        .post_json(
+            "/v1/employees/999999/legal-holds",
+            &token,
+            &json!({"reason": "x"}),
+        )
+        .await;
+    assert_eq!(r.status(), 404);
+    let r = app
+        .post_json(
+            "/v1/eins/999999/legal-holds",
+            &token,
+            &json!({"reason": "x"}),
+        )
+        .await;
+    assert_eq!(r.status(), 404);
+    assert_eq!(
+        delete(&app, "/v1/legal-holds/999999", &token)
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(
+        app.count("SELECT count(*) FROM legal_holds WHERE $1 > 0", 1)
+            .await,
+        0
+    );
+}
+
+#[tokio::test]
+async fn in_progress_i9s_and_i9s_without_a_date_are_never_purged() {
+    let app = spawn_app().await;
+    let james = app.employee_id("EMP-1002").await; // terminated
+    let maria = app.employee_id("EMP-1001").await; // employed
+    let open = app.insert_i9(james, "Signed Sec 2").await;
+    assert_eq!(stored_date(&app, open).await, Some(day(JAMES_DUE)));
+    let employed = app.insert_i9(maria, "Approved").await;
+    let far = day("2100-01-01");
+    assert!(retention::dry_run(app.pool(), far)
+        .await
+        .unwrap()
+        .is_empty());
+    let round = retention::purge_round(app.pool(), far, PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(round, retention::Round::default());
+    for i9 in [open, employed] {
+        assert_eq!(destructions(&app, i9).await, 0);
+    }
+    // Once it is done, it goes.
+    sqlx::query("UPDATE i9s SET status = 'Approved' WHERE id = $1")
+        .bind(open)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let round = retention::purge_round(app.pool(), far, PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(round.i9s.len(), 1);
+}
+
+#[tokio::test]
+async fn a_dry_run_lists_what_would_go_and_changes_nothing() {
+    let app = spawn_app().await;
+    let james = app.employee_id("EMP-1002").await;
+    let i9 = app.insert_i9(james, "Completed").await;
+    assert!(retention::dry_run(app.pool(), day("2028-01-12"))
+        .await
+        .unwrap()
+        .is_empty());
+    let listed = retention::dry_run(app.pool(), day(JAMES_DUE))
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (
+            listed[0].i9_id,
+            listed[0].employee_id,
+            listed[0].retention_date
+        ),
+        (i9, james, day(JAMES_DUE))
+    );
+    assert_eq!(destructions(&app, i9).await, 0);
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM i9s WHERE id = $1 AND purged_at IS NULL AND last_name <> ''",
+            i9
+        )
+        .await,
+        1
+    );
+    // Listed again: nothing changed.
+    assert_eq!(
+        retention::dry_run(app.pool(), day(JAMES_DUE))
+            .await
+            .unwrap(),
+        listed
+    );
+}
+
+#[tokio::test]
+async fn two_concurrent_rounds_purge_each_i9_once() {
+    let app = spawn_app().await;
+    let james = app.employee_id("EMP-1002").await;
+    let mut ids = Vec::new();
+    for _ in 0..40 {
+        ids.push(app.insert_i9(james, "Approved").await);
+    }
+    let today = day("2030-01-01");
+    let (a, b) = tokio::join!(
+        retention::purge_round(app.pool(), today, PurgedBy::Worker),
+        retention::purge_round(app.pool(), today, PurgedBy::Admin),
+    );
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let mut purged: Vec<i64> = a.i9s.iter().chain(&b.i9s).map(|d| d.i9_id).collect();
+    purged.sort_unstable();
+    assert_eq!(purged, ids, "each exactly once");
+    let records: i64 = sqlx::query_scalar("SELECT count(*) FROM i9_destructions")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(records, 40);
+    let employees = a.employees.len() + b.employees.len();
+    assert_eq!(employees, 1, "the employee purged once");
+}
+
+#[tokio::test]
+async fn the_workers_daily_round_purges_on_its_today() {
+    // Today moved past James's date (as CLOCK_OFFSET_DAYS does in a trial),
+    // a round every second.
+    let app = spawn_app_with(|c| {
+        c.clock_offset_days = (day("2030-01-01") - chrono::Utc::now().date_naive()).num_days();
+        c.records_purge_interval = std::time::Duration::from_secs(1);
+    })
+    .await;
+    let james = app.employee_id("EMP-1002").await;
+    let i9 = app.insert_i9(james, "Approved").await;
+    let job = tokio::spawn(i9_workers::retention::run(
+        app.pool().clone(),
+        app.config.clone(),
+        app.stop_signal(),
+    ));
+    eventually("the worker purges the I-9", || async {
+        destructions(&app, i9).await == 1
+    })
+    .await;
+    let by: String = sqlx::query_scalar("SELECT purged_by FROM i9_destructions WHERE i9_id = $1")
+        .bind(i9)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(by, "worker");
+    job.abort();
+}
