@@ -17,6 +17,7 @@ use i9_common::{
     domain::{
         fields::{enum_schema, CalendarDate, Text, WHITESPACE},
         remote_examination::Refusal,
+        signature::signs_as,
         Field, FromJson, Invalid, Permission, Required, Scope,
     },
     models::i9::{self as lifecycle, Document, Documents, Employer, Section2 as Section2Input},
@@ -642,13 +643,7 @@ impl Section2 {
             Ok(signature) => {
                 if let (Some(first), Some(last)) = (&first_name, &last_name) {
                     let expected = format!("{} {}", first.as_str(), last.as_str());
-                    let normal = |s: &str| {
-                        s.split_whitespace()
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                            .to_lowercase()
-                    };
-                    if normal(signature.as_str()) != normal(&expected) {
+                    if !signs_as(signature.as_str(), &expected) {
                         rule(
                             &mut p,
                             "employerSignature",

@@ -22,8 +22,8 @@ use chrono::{NaiveDate, Utc};
 use i9_common::{
     crypto::token_hash,
     domain::{
-        attested, parse_birth_date, parse_date, Attestation, BirthDateError, I9Status, Ssn,
-        SsnError, Step,
+        attested, parse_birth_date, parse_date, signature::signs_as, Attestation, BirthDateError,
+        I9Status, Ssn, SsnError, Step,
     },
     models::{
         i9::{self as lifecycle, Preparer, Section1, MAX_PREPARERS},
@@ -1229,15 +1229,6 @@ fn ssn_dashes(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// A name as a signature is compared with it: words in lower case, one
-/// space between them.
-fn normal(s: &str) -> String {
-    s.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
-}
-
 /// Supplement A as the form sends it (docs/supplement-a.md): the rows that
 /// are not blank, each checked as a preparer, in their order; the choice
 /// "I did not use a preparer or translator" / "A preparer(s) and/or
@@ -1318,7 +1309,7 @@ fn check_preparers(
         };
         // The preparer's own name, as the employee's signature is checked.
         if !p.signature.is_empty()
-            && normal(&p.signature) != normal(&format!("{} {}", p.first_name, p.last_name))
+            && !signs_as(&p.signature, &format!("{} {}", p.first_name, p.last_name))
         {
             errors.push((name(PreparerPart::Signature), t.preparer_sign_mismatch));
         }
@@ -1577,7 +1568,7 @@ pub(crate) async fn sign_form(
     }
     if f.signature.is_empty() {
         errors.push(("signature", t.required));
-    } else if normal(&f.signature) != normal(&format!("{} {}", f.first_name, f.last_name)) {
+    } else if !signs_as(&f.signature, &format!("{} {}", f.first_name, f.last_name)) {
         errors.push(("signature", t.sign_mismatch));
     }
     let preparers = check_preparers(&mut f, t, today, &mut errors);

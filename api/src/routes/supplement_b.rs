@@ -14,6 +14,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 use i9_common::{
     domain::{
         fields::{CalendarDate, Text},
+        signature::signs_as,
         Field, FromJson, Invalid, Permission, Required, Scope,
     },
     models::supplement_b::{
@@ -176,17 +177,6 @@ impl RequestBody for SupplementB {
     }
 }
 
-/// The signature is the name typed again, case and spacing aside.
-pub fn signature_matches(name: &str, signature: &str) -> bool {
-    let normal = |s: &str| {
-        s.split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .to_lowercase()
-    };
-    normal(name) == normal(signature)
-}
-
 impl SupplementB {
     /// Every field checked (`today`: the day of signing, which no
     /// expiration may precede; `kind`: a receipt update takes the real
@@ -240,15 +230,21 @@ impl SupplementB {
             );
         }
         let employer_name = p.required("employerName", self.employer_name);
-        match self.employer_signature.get() {
-            Err(e) if e.code == "required" => p.push(
-                "employerSignature",
-                Invalid::new("required", "Sign by typing your name as in employerName."),
-            ),
-            Err(e) => p.push("employerSignature", e),
+        let signature = match self.employer_signature.get() {
+            Err(e) if e.code == "required" => {
+                p.push(
+                    "employerSignature",
+                    Invalid::new("required", "Sign by typing your name as in employerName."),
+                );
+                None
+            }
+            Err(e) => {
+                p.push("employerSignature", e);
+                None
+            }
             Ok(signature) => {
                 if let Some(name) = &employer_name {
-                    if !signature_matches(name.as_str(), signature.as_str()) {
+                    if !signs_as(signature.as_str(), name.as_str()) {
                         p.push(
                             "employerSignature",
                             Invalid::new(
@@ -258,15 +254,17 @@ impl SupplementB {
                         );
                     }
                 }
+                Some(signature)
             }
-        }
+        };
         let additional_information = p
             .optional("additionalInformation", self.additional_information)
             .map(Text::into_string);
         let alternative_procedure = p
             .optional("alternativeProcedure", self.alternative_procedure)
             .unwrap_or(false);
-        let (Some(title), Some(number), Some(employer_name)) = (title, number, employer_name)
+        let (Some(title), Some(number), Some(employer_name), Some(signature)) =
+            (title, number, employer_name, signature)
         else {
             return Err(p.into_errors());
         };
@@ -281,7 +279,8 @@ impl SupplementB {
             },
             new_name,
             signed: Signed {
-                employer_signature: employer_name.as_str().to_owned(),
+                // As typed (docs/reverification.md): the signature, not the name.
+                employer_signature: signature.into_string(),
                 employer_name: employer_name.into_string(),
                 signed_on: today,
             },

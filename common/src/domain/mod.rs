@@ -10,6 +10,7 @@ mod permission;
 mod reminder;
 pub mod remote_examination;
 mod section1;
+pub mod signature;
 mod ssn;
 mod status;
 mod text_enum;

@@ -281,9 +281,22 @@ pub async fn reverify(
     match kind {
         Kind::ReceiptUpdate => {
             if current.receipt_due_date.is_none() {
-                return Err(WriteError::Conflict(
-                    "No receipt is pending on this I-9: record a reverification instead.".into(),
-                ));
+                // What to do instead, only when there is something to do: an
+                // I-9 never reverified says why (the 422's reason).
+                let instead = match exemption(
+                    current.attestation,
+                    current.document.as_deref(),
+                    current.i9_expiration,
+                ) {
+                    None => format!(
+                        " When its document expires, record a reverification with \
+                         POST /v1/i9s/{id}/reverify."
+                    ),
+                    Some(why) => format!(" Nor is it reverified: {}", why.message),
+                };
+                return Err(WriteError::Conflict(format!(
+                    "No receipt is pending on this I-9: there is nothing to update.{instead}"
+                )));
             }
         }
         _ => {

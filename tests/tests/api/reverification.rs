@@ -116,6 +116,7 @@ async fn a_reverification_is_kept_as_history_and_recomputes_i9_expiration() {
     assert_eq!(entry["documentList"], "A");
     assert_eq!(entry["documentTitle"], EAD);
     assert_eq!(entry["employerName"], "Ada Admin");
+    assert_eq!(entry["employerSignature"], "ada admin", "stored as typed");
     assert!(entry["recordedByUserId"].is_i64());
 
     // A List C document the second time; the deadline follows it.
@@ -218,6 +219,23 @@ async fn each_refusal_is_a_422_saying_why_and_writes_nothing() {
             .contains("never"));
         assert_eq!(entries(&app, i9).await, 0);
         assert_eq!(audited(&app, "i9.reverify", i9).await, 0);
+        // A receipt update, with no receipt pending, does not send the caller
+        // to the reverification it refused: it says why there is none.
+        let p = answer(
+            app.post_json(
+                &format!("/v1/i9s/{i9}/receipt-update"),
+                &token,
+                &reverification(EAD, Some("2028-11-30")),
+            )
+            .await,
+            409,
+        )
+        .await;
+        let detail = p["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("Nor is it reverified") && !detail.contains("/reverify"),
+            "{detail}"
+        );
         // The I-9 stays as it was.
         sqlx::query("UPDATE i9s SET status = 'Parked' WHERE id = $1")
             .bind(i9)
@@ -335,8 +353,9 @@ async fn a_receipt_sets_the_due_date_and_the_real_document_clears_it() {
         }
     };
 
-    // No receipt pending: nothing to update.
-    answer(
+    // No receipt pending: nothing to update; reverification comes when the
+    // document expires.
+    let p = answer(
         app.post_json(
             &format!("/v1/i9s/{i9}/receipt-update"),
             &token,
@@ -346,6 +365,13 @@ async fn a_receipt_sets_the_due_date_and_the_real_document_clears_it() {
         409,
     )
     .await;
+    assert!(
+        p["detail"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("POST /v1/i9s/{i9}/reverify")),
+        "{p}"
+    );
 
     let mut body = reverification(EAD, None);
     body["documentReceipt"] = json!(true);
