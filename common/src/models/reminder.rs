@@ -93,12 +93,14 @@ pub async fn send(
         return Ok(None);
     }
     let Some(reminder_id) = sqlx::query_scalar!(
-        "INSERT INTO reminders (i9_id, kind, due_date, threshold, sent) VALUES ($1, $2, $3, $4, TRUE)
+        "INSERT INTO reminders (i9_id, kind, due_date, threshold, sent, reached_on)
+         VALUES ($1, $2, $3, $4, TRUE, $5)
          ON CONFLICT (i9_id, kind, due_date, threshold) DO NOTHING RETURNING id",
         due.i9_id,
         due.kind.as_str(),
         due.due_date,
         tightest.as_text(),
+        today,
     )
     .fetch_optional(&mut *tx)
     .await?

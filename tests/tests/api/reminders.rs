@@ -137,20 +137,37 @@ async fn each_threshold_is_reminded_once_to_each_notification_address() {
     emails_reach(&app, "boss@acme.example", 4).await;
     assert_eq!(app.smtp().messages().len(), 8);
     let mails = app.smtp().to("hr@acme.example");
+    // Each says how far off the date is, from the day of its round: the
+    // 30-day and the 7-day emails are not the same email.
+    let subjects: Vec<&str> = mails.iter().map(|m| m.subject.as_str()).collect();
     assert_eq!(
-        mails[0].subject,
-        "Form I-9 reverification due April 11, 2027: Nora Remind"
-    );
-    assert_eq!(
-        mails[3].subject,
-        "Form I-9 reverification overdue since April 11, 2027: Nora Remind"
+        subjects,
+        [
+            "Form I-9 reverification due in 90 days (April 11, 2027): Nora Remind",
+            "Form I-9 reverification due in 30 days (April 11, 2027): Nora Remind",
+            "Form I-9 reverification due in 7 days (April 11, 2027): Nora Remind",
+            "Overdue: Form I-9 reverification was due April 11, 2027: Nora Remind",
+        ]
     );
     let body = &mails[0].text;
     assert!(
-        body.contains("Reverification on the Form I-9 of Nora Remind is due by April 11, 2027.")
-            && body.contains(&format!("Open the I-9: {}/v1/i9s/{i9}", app.address)),
+        body.contains(
+            "Reverification on the Form I-9 of Nora Remind is due in 90 days, by April 11, 2027."
+        ) && body
+            .lines()
+            .any(|l| l.trim_end() == format!("Form I-9: record {i9}"))
+            && body.contains(&format!("POST {}/v1/i9s/{i9}/reverify", app.address)),
         "{body}"
     );
+    assert!(
+        mails[3]
+            .text
+            .contains("was due on April 11, 2027 and is 1 day overdue."),
+        "{}",
+        mails[3].text
+    );
+    // Named as API calls, never as a link to open: they need a token.
+    assert!(!mails.iter().any(|m| m.html.contains("<a ")));
     // The employee's name, nothing more: no SSN, even in part.
     for m in app.smtp().messages() {
         assert!(
@@ -295,7 +312,7 @@ async fn receipt_dates_are_reminded_apart_and_listed_with_their_kind() {
     let m = &app.smtp().to("boss@acme.example")[0];
     assert_eq!(
         m.subject,
-        "Form I-9 receipt replacement due January 4, 2027: Receipt Remind"
+        "Form I-9 receipt replacement due in 3 days (January 4, 2027): Receipt Remind"
     );
     emails_reach(&app, "hr@acme.example", 2).await;
 

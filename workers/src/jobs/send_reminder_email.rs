@@ -2,7 +2,9 @@
 //! of an employee (`notificationEmail1` or `2`) that a reverification or a
 //! receipt's replacement is due on one of its I-9s, or overdue
 //! (docs/reminders.md). It names the employee (first and last name, nothing
-//! more), the due date, what is due and the I-9's URL; in English (the
+//! more) and how HR finds them (record ids, `profileId`), what is due and
+//! when ("in 30 days", "5 days overdue", counted from the day the threshold
+//! was reached), and the API calls that show and record it; in English (the
 //! addresses are the employer's).
 //!
 //! Nothing is sent, and the job succeeds, when the address was removed, or
@@ -33,13 +35,18 @@ pub async fn run(ctx: &Context, job_id: Uuid, reminder_id: i64, recipient: u8) -
 /// A reminder, its I-9's employee and the address it goes to.
 struct Reminder {
     i9_id: i64,
+    employee_id: i64,
     kind: DueKind,
     due_date: NaiveDate,
     overdue: bool,
+    /// The day the round found the threshold reached (`None` on rows older
+    /// than the column: today then).
+    reached_on: Option<NaiveDate>,
     /// The I-9 still has this due date for this kind.
     current: bool,
     first_name: String,
     last_name: String,
+    profile_id: Option<String>,
     to: Option<String>,
     employer: Option<String>,
 }
@@ -47,10 +54,11 @@ struct Reminder {
 async fn send(ctx: &Context, job_id: Uuid, reminder_id: i64, recipient: u8) -> JobResult {
     let row = sqlx::query_as!(
         Reminder,
-        r#"SELECT r.i9_id, r.kind AS "kind: DueKind", r.due_date, r.threshold = 'overdue' AS "overdue!",
+        r#"SELECT r.i9_id, i.employee_id, r.kind AS "kind: DueKind", r.due_date,
+                  r.threshold = 'overdue' AS "overdue!", r.reached_on,
                   (CASE r.kind WHEN 'reverification' THEN i.i9_expiration ELSE i.receipt_due_date END)
                       IS NOT DISTINCT FROM r.due_date AS "current!",
-                  e.first_name, e.last_name,
+                  e.first_name, e.last_name, NULLIF(btrim(e.profile_id), '') AS "profile_id?",
                   NULLIF(btrim(CASE $2::INT WHEN 1 THEN e.notification_email1
                                             WHEN 2 THEN e.notification_email2 END), '') AS "to",
                   l.entity_name AS "employer?"
@@ -66,7 +74,7 @@ async fn send(ctx: &Context, job_id: Uuid, reminder_id: i64, recipient: u8) -> J
         tracing::info!(reminder_id, %job_id, "reminder email not sent: the I-9 is gone");
         return Ok(());
     };
-    let Some(to) = r.to else {
+    let Some(to) = r.to.clone() else {
         tracing::info!(reminder_id, recipient, %job_id, "reminder email not sent: the notification address was removed");
         return Ok(());
     };
@@ -74,16 +82,80 @@ async fn send(ctx: &Context, job_id: Uuid, reminder_id: i64, recipient: u8) -> J
         tracing::info!(reminder_id, %job_id, "reminder email not sent: the I-9 has another due date now");
         return Ok(());
     }
+    let email = compose(
+        &r,
+        &ctx.config.public_base_url,
+        ctx.config.today(),
+        to,
+        job_id,
+    )?;
+    ctx.mailer.send(&email).await.map_err(JobError::Retryable)?;
+    tracing::info!(reminder_id, recipient, %job_id, "reminder email sent");
+    Ok(())
+}
+
+/// When the date is, from the day the threshold was reached: the words of
+/// the subject and of the first sentence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum When {
+    /// Due in so many days (2 or more).
+    InDays(i64),
+    Tomorrow,
+    Today,
+    /// Past, by so many days (1 or more).
+    Overdue(i64),
+}
+
+impl When {
+    fn of(due: NaiveDate, on: NaiveDate, overdue: bool) -> Self {
+        let left = (due - on).num_days();
+        match left {
+            _ if overdue || left < 0 => When::Overdue((-left).max(1)),
+            0 => When::Today,
+            1 => When::Tomorrow,
+            n => When::InDays(n),
+        }
+    }
+
+    /// "in 30 days", "tomorrow", "today"; "5 days overdue".
+    fn words(self) -> String {
+        match self {
+            When::InDays(n) => format!("in {n} days"),
+            When::Tomorrow => "tomorrow".to_owned(),
+            When::Today => "today".to_owned(),
+            When::Overdue(1) => "1 day overdue".to_owned(),
+            When::Overdue(n) => format!("{n} days overdue"),
+        }
+    }
+}
+
+fn compose(
+    r: &Reminder,
+    base_url: &str,
+    today: NaiveDate,
+    to: String,
+    job_id: Uuid,
+) -> Result<Email, JobError> {
     let employee = format!("{} {}", r.first_name, r.last_name);
     let due = wording::date(r.due_date, false);
     let receipt = r.kind == DueKind::Receipt;
-    let link = format!("{}/v1/i9s/{}", ctx.config.public_base_url, r.i9_id);
+    let when = When::of(r.due_date, r.reached_on.unwrap_or(today), r.overdue);
+    let step = if receipt {
+        "receipt-update"
+    } else {
+        "reverify"
+    };
     let text = ReminderText {
         receipt,
-        overdue: r.overdue,
+        overdue: matches!(when, When::Overdue(_)),
+        when: &when.words(),
         employee: &employee,
         due: &due,
-        link: &link,
+        employee_id: r.employee_id,
+        profile_id: r.profile_id.as_deref(),
+        i9_id: r.i9_id,
+        api: base_url,
+        step,
         employer: r.employer.as_deref().unwrap_or("Your organization"),
     };
     let what = if receipt {
@@ -91,17 +163,17 @@ async fn send(ctx: &Context, job_id: Uuid, reminder_id: i64, recipient: u8) -> J
     } else {
         "Form I-9 reverification"
     };
-    let when = if r.overdue { "overdue since" } else { "due" };
-    let email = Email {
+    let subject = match when {
+        When::Overdue(_) => format!("Overdue: {what} was due {due}: {employee}"),
+        _ => format!("{what} due {} ({due}): {employee}", when.words()),
+    };
+    Ok(Email {
         to,
-        subject: format!("{what} {when} {due}: {employee}"),
+        subject,
         text: render(&text)?,
         html: render(&ReminderHtml { mail: &text })?,
         message_id: format!("<{job_id}@i9.invalid>"),
-    };
-    ctx.mailer.send(&email).await.map_err(JobError::Retryable)?;
-    tracing::info!(reminder_id, recipient, %job_id, "reminder email sent");
-    Ok(())
+    })
 }
 
 /// The plain-text part (`workers/templates/reminder_email.txt`).
@@ -112,12 +184,23 @@ struct ReminderText<'a> {
     receipt: bool,
     /// The due date has passed.
     overdue: bool,
+    /// [`When::words`]: "in 30 days", "today", "5 days overdue".
+    when: &'a str,
     /// The employee's first and last name.
     employee: &'a str,
     /// The due date, written out.
     due: &'a str,
-    /// The I-9's record.
-    link: &'a str,
+    /// The employee's record id, and the employer's own id for them
+    /// (`profileId`), if any: how HR finds the person.
+    employee_id: i64,
+    profile_id: Option<&'a str>,
+    /// The I-9's record id.
+    i9_id: i64,
+    /// The API's base URL (`PUBLIC_BASE_URL`): named as API calls, not as a
+    /// link to open (they need a token; docs/reminders.md).
+    api: &'a str,
+    /// `reverify` or `receipt-update`: the step that records what is due.
+    step: &'a str,
     /// The legal entity's name, or "Your organization".
     employer: &'a str,
 }
@@ -133,49 +216,116 @@ struct ReminderHtml<'a> {
 mod tests {
     use super::*;
 
+    fn day(s: &str) -> NaiveDate {
+        s.parse().unwrap()
+    }
+
     #[test]
-    fn the_text_says_what_is_due_by_when_and_the_html_escapes_the_values() {
-        let text = ReminderText {
-            receipt: false,
-            overdue: false,
-            employee: "Zoë <b>O'Neil</b>",
-            due: "March 1, 2027",
-            link: "https://i9.example/v1/i9s/9?a=1&b=2",
-            employer: "Acme & Sons",
-        };
+    fn the_days_left_are_counted_from_the_day_the_threshold_was_reached() {
+        let due = day("2027-03-01");
         assert_eq!(
-            text.render().unwrap(),
-            "Reverification on the Form I-9 of Zoë <b>O'Neil</b> is due by March 1, 2027.\n\n\
+            When::of(due, day("2027-01-30"), false).words(),
+            "in 30 days"
+        );
+        assert_eq!(When::of(due, day("2027-02-22"), false).words(), "in 7 days");
+        assert_eq!(When::of(due, day("2027-02-28"), false).words(), "tomorrow");
+        assert_eq!(When::of(due, due, false).words(), "today");
+        assert_eq!(
+            When::of(due, day("2027-03-02"), true).words(),
+            "1 day overdue"
+        );
+        assert_eq!(
+            When::of(due, day("2027-03-06"), true).words(),
+            "5 days overdue"
+        );
+    }
+
+    fn reminder(kind: DueKind, overdue: bool, reached_on: &str) -> Reminder {
+        Reminder {
+            i9_id: 9,
+            employee_id: 4,
+            kind,
+            due_date: day("2027-03-01"),
+            overdue,
+            reached_on: Some(day(reached_on)),
+            current: true,
+            first_name: "Zoë".into(),
+            last_name: "<b>O'Neil</b>".into(),
+            profile_id: Some("EMP-7&8".into()),
+            to: None,
+            employer: Some("Acme & Sons".into()),
+        }
+    }
+
+    fn mail(r: &Reminder) -> Email {
+        compose(
+            r,
+            "https://i9.example",
+            day("2030-01-01"),
+            "hr@acme.example".into(),
+            Uuid::nil(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn each_threshold_says_how_far_off_and_the_html_escapes_the_values() {
+        let thirty = mail(&reminder(DueKind::Reverification, false, "2027-01-30"));
+        let seven = mail(&reminder(DueKind::Reverification, false, "2027-02-22"));
+        assert_eq!(
+            thirty.subject,
+            "Form I-9 reverification due in 30 days (March 1, 2027): Zoë <b>O'Neil</b>"
+        );
+        assert_eq!(
+            seven.subject,
+            "Form I-9 reverification due in 7 days (March 1, 2027): Zoë <b>O'Neil</b>"
+        );
+        assert_eq!(
+            thirty.text,
+            "Reverification on the Form I-9 of Zoë <b>O'Neil</b> is due in 30 days, by March 1, 2027.\n\n\
              The employee presents an unexpired List A or List C document of their choice showing \
              employment authorization, and you record it in Supplement B (Reverification and Rehire).\n\n\
-             Open the I-9: https://i9.example/v1/i9s/9?a=1&b=2\n\n\
+             Employee: Zoë <b>O'Neil</b>, employee record 4 (your ID EMP-7&8)\n\
+             Form I-9: record 9\n\n\
+             Through the API (with your HR system's token):\n  \
+             GET https://i9.example/v1/i9s/9 shows the I-9\n  \
+             POST https://i9.example/v1/i9s/9/reverify records the reverification\n  \
+             GET https://i9.example/v1/i9s?queue=expiring lists everything due soon\n\n\
              Acme & Sons lists this address to be notified about this employee."
         );
-        let html = ReminderHtml { mail: &text }.render().unwrap();
         assert!(
-            html.starts_with(
+            thirty.html.starts_with(
                 "<p>Reverification on the Form I-9 of <strong>Zoë &#60;b&#62;O&#39;Neil&#60;/b&#62;</strong> \
-                 is due by <strong>March 1, 2027</strong>.</p>"
+                 is due <strong>in 30 days</strong>, by <strong>March 1, 2027</strong>.</p>"
             ),
-            "{html}"
+            "{}",
+            thirty.html
         );
         assert!(
-            html.contains("href=\"https://i9.example/v1/i9s/9?a=1&#38;b=2\"")
-                && html.contains("Acme &#38; Sons"),
-            "{html}"
+            thirty.html.contains("(your ID EMP-7&#38;8)")
+                && thirty.html.contains("Acme &#38; Sons")
+                && !thirty.html.contains("<a "),
+            "{}",
+            thirty.html
         );
-        let overdue_receipt = ReminderText {
-            receipt: true,
-            overdue: true,
-            ..text
-        }
-        .render()
-        .unwrap();
+
+        let overdue = mail(&reminder(DueKind::Receipt, true, "2027-03-02"));
+        assert_eq!(
+            overdue.subject,
+            "Overdue: Form I-9 receipt replacement was due March 1, 2027: Zoë <b>O'Neil</b>"
+        );
         assert!(
-            overdue_receipt.starts_with(
-                "The document a receipt stood for on the Form I-9 of Zoë <b>O'Neil</b> was due on March 1, 2027 and is overdue."
-            ) && overdue_receipt.contains("replacement of the lost, stolen or damaged document"),
-            "{overdue_receipt}"
+            overdue.text.starts_with(
+                "The document a receipt stood for on the Form I-9 of Zoë <b>O'Neil</b> was due on \
+                 March 1, 2027 and is 1 day overdue."
+            ) && overdue
+                .text
+                .contains("replacement of the lost, stolen or damaged document")
+                && overdue.text.contains(
+                    "POST https://i9.example/v1/i9s/9/receipt-update records the real document"
+                ),
+            "{}",
+            overdue.text
         );
     }
 }
