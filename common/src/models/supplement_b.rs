@@ -444,9 +444,9 @@ pub async fn rehire(
         return refused(
             "reverification_required",
             format!(
-                "The work authorization on I-9 {id} expired on {expired}: the rehire needs a \
-                 List A or List C document. Record a new I-9 (createI9), or re-hire with a new \
-                 I-9 and reverify."
+                "The work authorization on I-9 {id} expired on {expired}: a rehire on it must \
+                 also reverify (a List A or List C document), which a rehire does not carry. \
+                 Re-hire with a new I-9 instead (rehireI9: newI9, the default, with createI9)."
             ),
         );
     }
