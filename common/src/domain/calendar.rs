@@ -3,7 +3,8 @@
 //!
 //! - **Business days**, the employer's: weekdays, less the days the
 //!   organization has closed (`closed_days`, configurable). Section 2 is due
-//!   within three of them (M-274, "Completing Section 2").
+//!   within three of them (M-274 4.0, "Completing Section 2: Employer
+//!   Review and Verification").
 //! - **Federal working days**: weekdays less the U.S. federal holidays of
 //!   5 U.S.C. 6103, on their observed dates (a Saturday holiday on the Friday
 //!   before, a Sunday one on the Monday after). E-Verify's windows count these.
@@ -16,7 +17,8 @@ use std::collections::BTreeSet;
 use chrono::{Datelike, Days, NaiveDate, Weekday};
 
 /// Business days the employer has to complete Section 2 after the first day
-/// of employment (M-274, "Completing Section 2").
+/// of employment (M-274 4.0, "Completing Section 2: Employer Review and
+/// Verification"; docs/calendar.md, "Sources").
 pub const SECTION2_BUSINESS_DAYS: u32 = 3;
 
 /// The employer's calendar: weekdays, less the organization's closed days.

@@ -27,11 +27,12 @@ use super::{
 use crate::domain::{remote_examination, Attestation, I9Status};
 
 /// A receipt for a lost, stolen or damaged document is valid this long
-/// (M-274 4.3).
+/// (I-9 Central, "Receipts"; M-274 "Acceptable Receipts"; docs/reverification.md).
 pub const RECEIPT_DAYS: u64 = 90;
 
 /// A rehire may be recorded on the I-9 this long after its execution
-/// (M-274 5; 8 CFR 274a.2(c)(1)(i)).
+/// (M-274 6.0, "Completing Supplement B, Reverification and Rehire of Form
+/// I-9"; E-Verify; docs/reverification.md, "Sources").
 pub const REHIRE_MONTHS: u32 = 36;
 
 /// The kind of a Supplement B entry, as stored.
@@ -133,7 +134,8 @@ pub fn rehire_window_ends(executed: NaiveDate) -> NaiveDate {
 }
 
 /// The List A titles of documents never reverified, even once expired
-/// (M-274 6.1): a U.S. passport or passport card, a Permanent Resident Card.
+/// (M-274 6.0 and 7.1; docs/reverification.md, "Sources"): a U.S. passport or
+/// passport card, a Permanent Resident Card.
 pub const NEVER_REVERIFIED: [&str; 3] = [
     "U.S. Passport",
     "U.S. Passport Card",
@@ -141,14 +143,15 @@ pub const NEVER_REVERIFIED: [&str; 3] = [
 ];
 
 /// The temporary evidence of permanent residence that IS reverified when
-/// its stamp expires (M-274 6.1, 7.1).
+/// its stamp expires (M-274 7.1, "Temporary Form I-551 Requires
+/// Reverification").
 pub const TEMPORARY_I551: &str = "Foreign Passport with I-551 Stamp";
 
 /// Why the I-9 of an employee attesting `attestation`, whose employment
 /// authorization rests on the document titled `document` (the latest
 /// Supplement B document, else Section 2's first List A or its List C
 /// document) and expires on `expires`, is not reverified; `None` when it
-/// is. One rule, the handbook's (M-274 6.1).
+/// is. One rule, the handbook's (M-274 6.0, 7.1; docs/reverification.md).
 pub fn exemption(
     attestation: Option<Attestation>,
     document: Option<&str>,
