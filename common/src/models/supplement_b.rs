@@ -322,12 +322,15 @@ pub async fn reverify(
     if !errors.is_empty() {
         return Err(WriteError::Invalid(errors));
     }
-    // A receipt is valid 90 days from the reverification; meanwhile no
-    // document expiry is known, and the I-9's deadline is the receipt's
-    // (docs/reverification.md, "Receipts").
+    // A receipt at reverification is valid 90 days from the date the
+    // employment authorization expires (I-9 Central, "Receipts"), however
+    // early or late it is recorded; meanwhile no document expiry is known,
+    // and the I-9's deadline is the receipt's (docs/reverification.md,
+    // "Receipts"). `exemption` refused an I-9 with no expiry above.
     let d = &r.document;
     let (i9_expiration, receipt_due_date) = if d.receipt {
-        (None, Some(receipt_due(r.signed.signed_on)))
+        let expired = current.i9_expiration.unwrap_or(r.signed.signed_on);
+        (None, Some(receipt_due(expired)))
     } else {
         (d.expiration, None)
     };

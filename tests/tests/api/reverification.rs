@@ -325,7 +325,8 @@ async fn each_refusal_is_a_422_saying_why_and_writes_nothing() {
 
 #[tokio::test]
 async fn a_receipt_sets_the_due_date_and_the_real_document_clears_it() {
-    // Today is 15 December 2026: the receipt is due across the year end.
+    // Today is 15 December 2026, the authorization expires on 31 December:
+    // the receipt is due across the year end.
     let target = NaiveDate::from_ymd_opt(2026, 12, 15).unwrap();
     let offset = (target - chrono::Utc::now().date_naive()).num_days();
     let app = spawn_app_with(|c| c.clock_offset_days = offset).await;
@@ -376,10 +377,12 @@ async fn a_receipt_sets_the_due_date_and_the_real_document_clears_it() {
     let mut body = reverification(EAD, None);
     body["documentReceipt"] = json!(true);
     let rec = answer(reverify(&app, &token, i9, &body).await, 200).await;
-    assert_eq!(rec["receiptDueDate"], "2027-03-15");
+    // 90 days from the day the authorization expires (31 December 2026),
+    // not from today's recording (15 December): I-9 Central, "Receipts".
+    assert_eq!(rec["receiptDueDate"], "2027-03-31");
     assert_eq!(rec["i9Expiration"], Value::Null);
     assert_eq!(rec["supplementB"][0]["documentReceipt"], true);
-    assert_eq!(due(&app).await, NaiveDate::from_ymd_opt(2027, 3, 15));
+    assert_eq!(due(&app).await, NaiveDate::from_ymd_opt(2027, 3, 31));
 
     // While it is pending, the real document is what comes next.
     answer(
