@@ -292,7 +292,13 @@ pub async fn section1(
             }
             (id, "partner.rehire")
         }
-        Some((id, _)) => return Err(ApiError::Conflict(still_employed(candidate, id))),
+        Some((id, _)) => {
+            return Err(ApiError::Conflict(still_employed(
+                candidate,
+                id,
+                on_supplement_b,
+            )))
+        }
     };
     employee::link_partner(
         &mut tx,
@@ -304,7 +310,7 @@ pub async fn section1(
             candidate,
             onboarding: hire.onboarding,
             request_id: caller.request_id.as_deref(),
-            transaction_id: &transaction,
+            transaction_id: (!on_supplement_b).then_some(transaction.as_str()),
             public_base_url: base,
             return_url: hire.return_url.as_deref(),
         },
@@ -352,11 +358,16 @@ pub async fn section1(
 
 /// The 409 of a push of a candidate whose employee is still employed
 /// (whatever the state of its I-9s): a push re-hires only a terminated one.
-fn still_employed(candidate: &str, id: i64) -> String {
+fn still_employed(candidate: &str, id: i64, on_supplement_b: bool) -> String {
+    let how = if on_supplement_b {
+        "on Supplement B of its latest I-9"
+    } else {
+        "with a new I-9"
+    };
     format!(
         "Candidate {candidate} is employee {id}, who is still employed. A push creates a new \
          employee or re-hires a terminated one: the employer terminates employee {id} first \
-         (terminatedDate), then a push of the candidate re-hires it with a new I-9."
+         (terminatedDate), then a push of the candidate re-hires it {how}."
     )
 }
 

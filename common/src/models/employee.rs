@@ -893,7 +893,10 @@ pub struct Integration<'a> {
     pub candidate: &'a str,
     pub onboarding: OnboardingType,
     pub request_id: Option<&'a str>,
-    pub transaction_id: &'a str,
+    /// The push's `IntegrationTransactionId`: `None` for a push that starts
+    /// no I-9 (a re-hire on Supplement B), which keeps the employee's, the
+    /// id of the I-9 it re-hires on (docs/partners.md, "Transaction ids").
+    pub transaction_id: Option<&'a str>,
     /// The employee's record is reported at `{public_base_url}/v1/employees/{id}`.
     pub public_base_url: &'a str,
     /// Where the employee's browser goes after signing Section 1.
@@ -910,7 +913,7 @@ pub async fn link_partner(
     sqlx::query!(
         "UPDATE employees SET integration_client_id = $2, integration_client_system = $3, integration_hr_url = $4,
                 integration_candidate_id = $5, integration_client_process = $6, integration_request_id = $7,
-                integration_transaction_id = $8, integration_service_id = 'i9-section1',
+                integration_transaction_id = COALESCE($8, integration_transaction_id), integration_service_id = 'i9-section1',
                 integration_report_url = $9 || '/v1/employees/' || id, employee_return_url = $10, updated_at = now()
          WHERE id = $1",
         id,

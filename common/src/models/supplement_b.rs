@@ -422,7 +422,7 @@ pub async fn rehire(
     let Some(latest) = latest.filter(|l| RECORDED_ON.contains(&l.status)) else {
         return refused(
             "no_completed_i9",
-            "The employee's latest I-9 is not Completed or Approved: a rehire needs a new I-9 (createI9).".into(),
+            "The employee's latest I-9 is not Completed or Approved: a rehire needs a new I-9 (leave out rehireI9).".into(),
         );
     };
     let id = latest.id;
@@ -433,7 +433,7 @@ pub async fn rehire(
                 "new_i9_required",
                 format!(
                     "The rehire is more than three years after I-9 {id} was completed \
-                     ({}): a new I-9 is required (createI9).",
+                     ({}): a new I-9 is required (leave out rehireI9).",
                     latest
                         .executed
                         .map_or_else(|| "no date".into(), |d| d.to_string())
@@ -452,10 +452,11 @@ pub async fn rehire(
             format!(
                 "The work authorization on I-9 {id} expired on {expired}: a rehire on it must \
                  also reverify (a List A or List C document), which a rehire does not carry. \
-                 Re-hire with a new I-9 instead (rehireI9: newI9, the default, with createI9)."
+                 Re-hire with a new I-9 instead: leave out rehireI9 (a new I-9 is the default)."
             ),
         );
     }
+    let new_name = name_change(conn, id).await?;
     insert(
         conn,
         actor,
@@ -463,7 +464,7 @@ pub async fn rehire(
         Kind::Rehire,
         &Row {
             rehire_date: Some(rehire_date),
-            new_name: &NewName::default(),
+            new_name: &new_name,
             document: None,
             receipt_due_date: None,
             signed,
@@ -483,6 +484,38 @@ pub async fn rehire(
     .execute(&mut *conn)
     .await?;
     Ok(id)
+}
+
+/// The parts of the employee's name (as the re-hire just wrote it) that
+/// differ from the name I-9 `id` knows (Section 1's, as changed by its
+/// latest Supplement B entries): Supplement B's "New Name (if applicable)"
+/// of a rehire (docs/reverification.md, "Rehire"). A part the employee
+/// record no longer has (no middle name) is not recorded as a change.
+async fn name_change(conn: &mut PgConnection, id: i64) -> Result<NewName, sqlx::Error> {
+    let names = sqlx::query!(
+        r#"SELECT e.last_name AS "employee_last!", e.first_name AS "employee_first!",
+                  upper(left(NULLIF(btrim(e.middle_name), ''), 1)) AS employee_initial,
+                  COALESCE((SELECT s.new_last_name FROM i9_supplement_b s
+                            WHERE s.i9_id = i.id AND s.new_last_name IS NOT NULL
+                            ORDER BY s.id DESC LIMIT 1), i.last_name) AS "i9_last!",
+                  COALESCE((SELECT s.new_first_name FROM i9_supplement_b s
+                            WHERE s.i9_id = i.id AND s.new_first_name IS NOT NULL
+                            ORDER BY s.id DESC LIMIT 1), i.first_name) AS "i9_first!",
+                  COALESCE((SELECT s.new_middle_initial FROM i9_supplement_b s
+                            WHERE s.i9_id = i.id AND s.new_middle_initial IS NOT NULL
+                            ORDER BY s.id DESC LIMIT 1), i.middle_initial) AS i9_initial
+           FROM i9s i JOIN employees e ON e.id = i.employee_id WHERE i.id = $1"#,
+        id,
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    let changed =
+        |now: Option<String>, known: Option<String>| now.filter(|n| Some(n) != known.as_ref());
+    Ok(NewName {
+        last_name: changed(Some(names.employee_last), Some(names.i9_last)),
+        first_name: changed(Some(names.employee_first), Some(names.i9_first)),
+        middle_initial: changed(names.employee_initial, names.i9_initial),
+    })
 }
 
 /// The signature of a Supplement B entry that a request records without a

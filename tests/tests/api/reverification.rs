@@ -697,9 +697,23 @@ async fn the_partner_operation_rehires_on_supplement_b() {
         .await;
     assert_eq!(r.status(), 200);
 
-    // Re-hired on 2026-12-01 on Supplement B: the same I-9, no link.
+    // Re-hired on 2026-12-01 on Supplement B: the same I-9, no link; she
+    // married meanwhile (a new last name in the push).
+    let transaction = || {
+        sqlx::query_scalar::<_, Option<String>>(
+            "SELECT integration_transaction_id FROM employees WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_one(app.pool())
+    };
+    let first_transaction = transaction().await.unwrap();
+    assert!(first_transaction.is_some());
+    body["lastName"] = json!("Diaz-Ruiz");
     let i9s = app.i9_count(id).await;
     let again = answer(push(body.clone(), "k-3").await.unwrap(), 201).await;
+    // No I-9 started: no new transaction id; the employee keeps the one of
+    // the I-9 it re-hires on.
+    assert_eq!(transaction().await.unwrap(), first_transaction);
     assert_eq!(again["id"], id);
     assert_eq!(again["i9Section1Link"], Value::Null);
     assert_eq!(app.i9_count(id).await, i9s, "no new I-9");
@@ -717,6 +731,10 @@ async fn the_partner_operation_rehires_on_supplement_b() {
     let rec = app.get_json(&format!("/v1/i9s/{i9}"), &admin).await;
     assert_eq!(rec["supplementB"][0]["kind"], "rehire");
     assert_eq!(rec["supplementB"][0]["rehireDate"], "2026-12-01");
+    // Supplement B's "New Name": the part that changed, alone.
+    assert_eq!(rec["supplementB"][0]["newLastName"], "Diaz-Ruiz");
+    assert_eq!(rec["supplementB"][0]["newFirstName"], Value::Null);
+    assert_eq!(rec["supplementB"][0]["newMiddleInitial"], Value::Null);
 
     // The same request again is replayed: the same answer, nothing more.
     let replayed = push(body, "k-3").await.unwrap();
