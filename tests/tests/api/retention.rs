@@ -582,3 +582,99 @@ async fn the_workers_daily_round_purges_on_its_today() {
     assert_eq!(by, "worker");
     job.abort();
 }
+
+/// A replay (same `Idempotency-Key`) of a create whose employee was purged
+/// since answers 410 as the employee does, and writes nothing.
+#[tokio::test]
+async fn a_replayed_create_of_a_purged_employee_is_gone() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let body = json!({"firstName": "Ana", "lastName": "Diaz", "locationId": 3,
+                      "startDate": "2026-11-05", "createI9": "yes",
+                      "emailAddress": "ana.diaz@mail.example"});
+    let send = || {
+        app.http
+            .post(app.url("/v1/employees"))
+            .bearer_auth(&token)
+            .header("idempotency-key", "hire-ana")
+            .json(&body)
+            .send()
+    };
+    let first = send().await.unwrap();
+    assert_eq!(first.status(), 201);
+    let ana = first.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+    purge_after_section1(&app, &token, ana).await;
+    let footprint = counts(&app).await;
+    let again = send().await.unwrap();
+    assert_gone(again).await;
+    assert_eq!(counts(&app).await, footprint, "nothing written");
+}
+
+/// The same for the partner operation's replay.
+#[tokio::test]
+async fn a_replayed_partner_call_of_a_purged_employee_is_gone() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let partner = crate::partners::partner_token(&app).await;
+    let send = || {
+        app.http
+            .post(app.url("/v1/partners/i9s/section1"))
+            .bearer_auth(&partner)
+            .header("idempotency-key", "ats-req-9")
+            .json(&crate::partners::candidate("cand-9"))
+            .send()
+    };
+    let first = send().await.unwrap();
+    assert_eq!(first.status(), 201);
+    let ana = first.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+    purge_after_section1(&app, &admin, ana).await;
+    let footprint = counts(&app).await;
+    let again = send().await.unwrap();
+    assert_gone(again).await;
+    assert_eq!(counts(&app).await, footprint, "nothing written");
+}
+
+/// Employees, I-9s, I-9 requests and idempotency records.
+async fn counts(app: &TestApp) -> (i64, i64, i64, i64) {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM employees), (SELECT count(*) FROM i9s),
+                (SELECT count(*) FROM i9_requests), (SELECT count(*) FROM idempotency_keys)",
+    )
+    .fetch_one(app.pool())
+    .await
+    .unwrap()
+}
+
+/// The I-9 that `employee`'s Section 1 link started (the worker's part, done
+/// here), approved, the employee terminated, and both purged.
+async fn purge_after_section1(app: &TestApp, token: &str, employee: i64) {
+    let i9 = app.insert_i9(employee, "Approved").await;
+    sqlx::query("UPDATE i9_requests SET i9_id = $2 WHERE employee_id = $1")
+        .bind(employee)
+        .bind(i9)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    patch(
+        app,
+        token,
+        employee,
+        json!({"terminatedDate": "2026-12-31"}),
+    )
+    .await;
+    let round = retention::purge_round(app.pool(), day("2030-01-01"), PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(round.employees, vec![employee]);
+}
+
+async fn assert_gone(r: reqwest::Response) {
+    assert_eq!(r.status(), 410);
+    assert_eq!(r.headers()["content-type"], "application/problem+json");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["type"], "/problems/purged");
+    assert!(
+        body["detail"].as_str().unwrap().contains("purged on"),
+        "{body}"
+    );
+}
