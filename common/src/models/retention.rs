@@ -134,6 +134,16 @@ pub struct Round {
     pub employees: Vec<i64>,
 }
 
+/// When a round on `today` stamps what it purges (`purged_at` of the I-9s,
+/// the employees and the destruction records): `today` at the current time
+/// of day (UTC). `today` is the day the round decided on
+/// ([`crate::Config::today`], moved by `CLOCK_OFFSET_DAYS` in a trial), so a
+/// record never reads as purged before its retention date
+/// (docs/retention.md, "The daily purge").
+pub fn stamp(today: NaiveDate) -> DateTime<Utc> {
+    today.and_time(Utc::now().time()).and_utc()
+}
+
 /// One round on `today`: purge every I-9 due ([`due`]), [`BATCH`] per
 /// transaction, then the employees left with nothing to keep
 /// ([`purge_employees`]). Safe beside another round: each batch claims its
@@ -145,13 +155,14 @@ pub async fn purge_round(
     by: PurgedBy,
 ) -> Result<Round, sqlx::Error> {
     let mut round = Round::default();
+    let at = stamp(today);
     for _ in 0..MAX_BATCHES {
         let mut tx = pool.begin().await?;
         sqlx::query!("SELECT pg_advisory_xact_lock_shared($1)", HOLDS_LOCK_KEY)
             .execute(&mut *tx)
             .await?;
         let batch = due(&mut tx, today, BATCH).await?;
-        purge_i9s(&mut tx, &batch, by).await?;
+        purge_i9s(&mut tx, &batch, by, at).await?;
         tx.commit().await?;
         let n = batch.len();
         round.i9s.extend(batch);
@@ -159,7 +170,7 @@ pub async fn purge_round(
             break;
         }
     }
-    round.employees = purge_employees(pool, by).await?;
+    round.employees = purge_employees(pool, by, at).await?;
     Ok(round)
 }
 
@@ -188,20 +199,28 @@ pub async fn purge_round_if_first(
 
 /// Purge `batch` (rows [`due`] locked in `tx`): a destruction record each,
 /// every personal column emptied, the rows of [`I9_PERSONAL_TABLES`]
-/// deleted, and an `i9.purge` audit entry (no personal data).
-async fn purge_i9s(tx: &mut PgConnection, batch: &[Due], by: PurgedBy) -> Result<(), sqlx::Error> {
+/// deleted, and an `i9.purge` audit entry (no personal data). `at` is the
+/// round's [`stamp`].
+async fn purge_i9s(
+    tx: &mut PgConnection,
+    batch: &[Due],
+    by: PurgedBy,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
     if batch.is_empty() {
         return Ok(());
     }
     let ids: Vec<i64> = batch.iter().map(|d| d.i9_id).collect();
     sqlx::query!(
-        "INSERT INTO i9_destructions (i9_id, employee_id, legal_entity_id, retention_date, rule, purged_by)
-         SELECT i.id, i.employee_id, e.legal_entity_id, i.retention_date, $2, $3
+        "INSERT INTO i9_destructions (i9_id, employee_id, legal_entity_id, retention_date, rule,
+                                     purged_by, purged_at)
+         SELECT i.id, i.employee_id, e.legal_entity_id, i.retention_date, $2, $3, $4
          FROM i9s i JOIN employees e ON e.id = i.employee_id
          WHERE i.id = ANY($1)",
         &ids,
         RULE,
         by.as_str(),
+        at,
     )
     .execute(&mut *tx)
     .await?;
@@ -210,7 +229,7 @@ async fn purge_i9s(tx: &mut PgConnection, batch: &[Due], by: PurgedBy) -> Result
     // ids, status, form edition, the dates of the process and of
     // employment, the retention date.
     sqlx::query!(
-        "UPDATE i9s SET purged_at = now(), updated_at = now(),
+        "UPDATE i9s SET purged_at = $2, updated_at = now(),
              first_name = '', last_name = '', middle_initial = NULL, other_name = NULL,
              date_of_birth = NULL, ssn_ciphertext = NULL, ssn_last4 = NULL,
              email_address = NULL, phone_number = NULL,
@@ -238,6 +257,7 @@ async fn purge_i9s(tx: &mut PgConnection, batch: &[Due], by: PurgedBy) -> Result
              i9_expiration = NULL, receipt_due_date = NULL
          WHERE id = ANY($1)",
         &ids,
+        at,
     )
     .execute(&mut *tx)
     .await?;
@@ -266,11 +286,16 @@ async fn purge_i9s(tx: &mut PgConnection, batch: &[Due], by: PurgedBy) -> Result
 
 /// Purge the employees left with nothing to keep: terminated (their latest
 /// period has ended), at least one I-9 and every one of them purged, none
-/// being created, no legal hold. Their personal data (names, SSN, date of
-/// birth, contact details, HR and partner keys, their own sign-in) was kept
-/// only for the I-9 (docs/retention.md, "The employee"). The row stays, with
-/// its ids, periods of employment and history.
-pub async fn purge_employees(pool: &PgPool, by: PurgedBy) -> Result<Vec<i64>, sqlx::Error> {
+/// being created, no legal hold; stamped `at` (the round's [`stamp`]). Their
+/// personal data (names, SSN, date of birth, contact details, HR and partner
+/// keys, their own sign-in) was kept only for the I-9 (docs/retention.md,
+/// "The employee"). The row stays, with its ids, periods of employment and
+/// history.
+pub async fn purge_employees(
+    pool: &PgPool,
+    by: PurgedBy,
+    at: DateTime<Utc>,
+) -> Result<Vec<i64>, sqlx::Error> {
     let mut tx = pool.begin().await?;
     sqlx::query!("SELECT pg_advisory_xact_lock_shared($1)", HOLDS_LOCK_KEY)
         .execute(&mut *tx)
@@ -295,7 +320,7 @@ pub async fn purge_employees(pool: &PgPool, by: PurgedBy) -> Result<Vec<i64>, sq
         return Ok(candidates);
     }
     let ids = sqlx::query_scalar!(
-        "UPDATE employees e SET purged_at = now(), updated_at = now(),
+        "UPDATE employees e SET purged_at = $2, updated_at = now(),
              first_name = '', last_name = '', middle_name = NULL,
              ssn_ciphertext = NULL, ssn_hash = NULL, ssn_last4 = NULL, date_of_birth = NULL,
              profile_id = NULL, other_name = NULL, job_title = NULL, email_address = NULL,
@@ -319,6 +344,7 @@ pub async fn purge_employees(pool: &PgPool, by: PurgedBy) -> Result<Vec<i64>, sq
                  AND (h.employee_id = e.id OR h.legal_entity_id = e.legal_entity_id))
          RETURNING e.id",
         &candidates,
+        at,
     )
     .fetch_all(&mut *tx)
     .await?;

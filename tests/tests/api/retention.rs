@@ -580,7 +580,75 @@ async fn the_workers_daily_round_purges_on_its_today() {
         .await
         .unwrap();
     assert_eq!(by, "worker");
+    // Stamped on the worker's (moved) today, not the real date: never
+    // before the retention date.
+    let on: NaiveDate = sqlx::query_scalar(
+        "SELECT (purged_at AT TIME ZONE 'UTC')::DATE FROM i9_destructions WHERE i9_id = $1",
+    )
+    .bind(i9)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(on, app.config.today());
+    assert!(on >= day(JAMES_DUE));
     job.abort();
+}
+
+/// The round stamps its own day: on a moved clock (`CLOCK_OFFSET_DAYS`,
+/// `Config::today`) a record never reads as purged before its retention
+/// date, in the I-9, the employee, the destruction record and the 410.
+#[tokio::test]
+async fn a_purge_is_dated_on_the_day_of_its_round() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await;
+    let i9 = app.insert_i9(james, "Approved").await;
+    let today = day("2030-01-01");
+    let round = retention::purge_round(app.pool(), today, PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!((round.i9s.len(), round.employees.len()), (1, 1));
+    for (sql, id) in [
+        (
+            "SELECT (purged_at AT TIME ZONE 'UTC')::DATE FROM i9s WHERE id = $1",
+            i9,
+        ),
+        (
+            "SELECT (purged_at AT TIME ZONE 'UTC')::DATE FROM i9_destructions WHERE i9_id = $1",
+            i9,
+        ),
+        (
+            "SELECT (purged_at AT TIME ZONE 'UTC')::DATE FROM employees WHERE id = $1",
+            james,
+        ),
+    ] {
+        let on: NaiveDate = sqlx::query_scalar(sql)
+            .bind(id)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+        assert_eq!(on, today, "{sql}");
+    }
+    // One stamp for the round: the I-9 and its destruction record agree.
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM i9s i JOIN i9_destructions d ON d.i9_id = i.id
+             WHERE i.id = $1 AND i.purged_at = d.purged_at",
+            i9
+        )
+        .await,
+        1
+    );
+    for path in [format!("/v1/i9s/{i9}"), format!("/v1/employees/{james}")] {
+        let r = app.get(&path, &token).await;
+        assert_eq!(r.status(), 410);
+        let body: Value = r.json().await.unwrap();
+        let detail = body["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("purged on 2030-01-01") && detail.contains(JAMES_DUE),
+            "{detail}"
+        );
+    }
 }
 
 /// A replay (same `Idempotency-Key`) of a create whose employee was purged
