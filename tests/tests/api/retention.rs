@@ -342,10 +342,8 @@ async fn a_hold_on_the_employee_keeps_the_record_until_it_is_lifted() {
         .await;
     assert_eq!(emp["legalHold"], true);
     let as_of = day("2030-01-01");
-    assert!(retention::dry_run(app.pool(), as_of)
-        .await
-        .unwrap()
-        .is_empty());
+    let dry = retention::dry_run(app.pool(), as_of).await.unwrap();
+    assert!(dry.i9s.is_empty() && dry.employees.is_empty(), "{dry:?}");
     let round = retention::purge_round(app.pool(), as_of, PurgedBy::Worker)
         .await
         .unwrap();
@@ -466,10 +464,11 @@ async fn in_progress_i9s_and_i9s_without_a_date_are_never_purged() {
     assert_eq!(stored_date(&app, open).await, Some(day(JAMES_DUE)));
     let employed = app.insert_i9(maria, "Approved").await;
     let far = day("2100-01-01");
-    assert!(retention::dry_run(app.pool(), far)
-        .await
-        .unwrap()
-        .is_empty());
+    assert_eq!(
+        retention::dry_run(app.pool(), far).await.unwrap(),
+        retention::DryRun::default(),
+        "no I-9, no employee (one I-9 of James is in progress), nothing held"
+    );
     let round = retention::purge_round(app.pool(), far, PurgedBy::Worker)
         .await
         .unwrap();
@@ -494,27 +493,40 @@ async fn a_dry_run_lists_what_would_go_and_changes_nothing() {
     let app = spawn_app().await;
     let james = app.employee_id("EMP-1002").await;
     let i9 = app.insert_i9(james, "Completed").await;
-    assert!(retention::dry_run(app.pool(), day("2028-01-12"))
-        .await
-        .unwrap()
-        .is_empty());
+    assert_eq!(
+        retention::dry_run(app.pool(), day("2028-01-12"))
+            .await
+            .unwrap(),
+        retention::DryRun::default()
+    );
     let listed = retention::dry_run(app.pool(), day(JAMES_DUE))
         .await
         .unwrap();
-    assert_eq!(listed.len(), 1);
+    assert_eq!(listed.i9s.len(), 1);
     assert_eq!(
         (
-            listed[0].i9_id,
-            listed[0].employee_id,
-            listed[0].retention_date
+            listed.i9s[0].i9_id,
+            listed.i9s[0].employee_id,
+            listed.i9s[0].retention_date
         ),
         (i9, james, day(JAMES_DUE))
     );
+    // James goes with his last I-9: listed too, and still there.
+    assert_eq!(listed.employees, vec![james]);
+    assert!(listed.kept.is_empty());
     assert_eq!(destructions(&app, i9).await, 0);
     assert_eq!(
         app.count(
             "SELECT count(*) FROM i9s WHERE id = $1 AND purged_at IS NULL AND last_name <> ''",
             i9
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM employees WHERE id = $1 AND purged_at IS NULL AND last_name <> ''",
+            james
         )
         .await,
         1
@@ -525,6 +537,138 @@ async fn a_dry_run_lists_what_would_go_and_changes_nothing() {
             .await
             .unwrap(),
         listed
+    );
+    // What it listed is what a round does.
+    let round = retention::purge_round(app.pool(), day(JAMES_DUE), PurgedBy::Admin)
+        .await
+        .unwrap();
+    assert_eq!((round.i9s, round.employees), (listed.i9s, listed.employees));
+}
+
+#[tokio::test]
+async fn a_dry_run_lists_an_employee_only_when_every_i9_of_theirs_would_be_purged() {
+    let app = spawn_app().await;
+    let james = app.employee_id("EMP-1002").await;
+    let maria = app.employee_id("EMP-1001").await; // employed
+    let done = app.insert_i9(james, "Approved").await;
+    let open = app.insert_i9(james, "Signed Sec 2").await;
+    app.insert_i9(maria, "Approved").await;
+    let far = day("2030-01-01");
+    let dry = retention::dry_run(app.pool(), far).await.unwrap();
+    let i9s: Vec<i64> = dry.i9s.iter().map(|d| d.i9_id).collect();
+    assert_eq!(i9s, vec![done]);
+    assert!(
+        dry.employees.is_empty(),
+        "James keeps an I-9 in progress, Maria is employed: {dry:?}"
+    );
+    sqlx::query("UPDATE i9s SET status = 'Approved' WHERE id = $1")
+        .bind(open)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let dry = retention::dry_run(app.pool(), far).await.unwrap();
+    assert_eq!(dry.i9s.len(), 2);
+    assert_eq!(dry.employees, vec![james]);
+    // A hold on James keeps both I-9s and James.
+    let token = app.token(ADMIN).await;
+    let r = app
+        .post_json(
+            &format!("/v1/employees/{james}/legal-holds"),
+            &token,
+            &json!({"reason": "Litigation matter 2026-114"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let dry = retention::dry_run(app.pool(), far).await.unwrap();
+    assert!(dry.i9s.is_empty() && dry.employees.is_empty(), "{dry:?}");
+    assert_eq!(dry.kept.len(), 2);
+}
+
+/// The dry run and the round name each record past its date that a hold
+/// keeps, with the hold and what it is on; the round's log line counts them
+/// (ids and counts only).
+#[tokio::test]
+async fn what_a_legal_hold_keeps_is_listed_and_counted() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await; // acme-us, terminated
+    let maria = app.employee_id("EMP-1001").await; // acme-us, employed: no date
+    let a = app.insert_i9(james, "Approved").await;
+    let b = app.insert_i9(james, "Completed").await;
+    app.insert_i9(maria, "Approved").await;
+    let entity: i64 = app
+        .count("SELECT legal_entity_id FROM employees WHERE id = $1", james)
+        .await;
+    let hold = |path: String| {
+        let app = &app;
+        let token = &token;
+        async move {
+            let r = app
+                .post_json(&path, token, &json!({"reason": "DOL audit 2027"}))
+                .await;
+            assert_eq!(r.status(), 201);
+            r.json::<Value>().await.unwrap()["id"].as_i64().unwrap()
+        }
+    };
+    let on_james = hold(format!("/v1/employees/{james}/legal-holds")).await;
+    let on_entity = hold(format!("/v1/eins/{entity}/legal-holds")).await;
+    let far = day("2030-01-01");
+    let dry = retention::dry_run(app.pool(), far).await.unwrap();
+    assert!(dry.i9s.is_empty() && dry.employees.is_empty(), "{dry:?}");
+    let kept: Vec<(i64, i64, i64, retention::HoldOn)> = dry
+        .kept
+        .iter()
+        .map(|k| (k.i9_id, k.employee_id, k.hold_id, k.on))
+        .collect();
+    let due = day(JAMES_DUE);
+    assert!(dry.kept.iter().all(|k| k.retention_date == due));
+    assert_eq!(
+        kept,
+        vec![
+            (a, james, on_james, retention::HoldOn::Employee(james)),
+            (a, james, on_entity, retention::HoldOn::LegalEntity(entity)),
+            (b, james, on_james, retention::HoldOn::Employee(james)),
+            (b, james, on_entity, retention::HoldOn::LegalEntity(entity)),
+        ],
+        "each I-9 with each hold that keeps it; Maria's I-9 has no date"
+    );
+    assert_eq!(retention::count_i9s(&dry.kept), 2);
+    // The day before the date: nothing is past it, nothing is listed.
+    let before = retention::dry_run(app.pool(), day("2028-01-12"))
+        .await
+        .unwrap();
+    assert!(before.kept.is_empty(), "{before:?}");
+    // The round: nothing purged, two I-9s kept, and the log line says so.
+    let round = retention::purge_round(app.pool(), far, PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert!(round.i9s.is_empty() && round.employees.is_empty());
+    assert_eq!(round.kept, dry.kept);
+    assert_eq!(
+        round.summary(),
+        "purged 0 I-9s and 0 employees; kept by legal hold: 2"
+    );
+    // One hold lifted: the other still keeps both.
+    let r = delete(&app, &format!("/v1/legal-holds/{on_james}"), &token).await;
+    assert_eq!(r.status(), 200);
+    let round = retention::purge_round(app.pool(), far, PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(round.kept.len(), 2);
+    assert!(round.kept.iter().all(|k| k.hold_id == on_entity));
+    assert_eq!(
+        round.summary(),
+        "purged 0 I-9s and 0 employees; kept by legal hold: 2"
+    );
+    // Both lifted: purged, nothing kept.
+    let r = delete(&app, &format!("/v1/legal-holds/{on_entity}"), &token).await;
+    assert_eq!(r.status(), 200);
+    let round = retention::purge_round(app.pool(), far, PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(
+        round.summary(),
+        "purged 2 I-9s and 1 employees; kept by legal hold: 0"
     );
 }
 
