@@ -26,7 +26,7 @@ use std::{sync::Arc, time::Duration};
 use axum::{
     extract::DefaultBodyLimit,
     http::{header, HeaderValue},
-    routing::{delete, get, post, put},
+    routing::{get, post, put},
     Router,
 };
 use i9_common::{crypto::DataCipher, Config};
@@ -159,7 +159,10 @@ pub fn router(state: AppState) -> Router {
             post(legal_holds::hold_legal_entity),
         )
         .route("/legal-holds", get(legal_holds::list))
-        .route("/legal-holds/{id}", delete(legal_holds::lift));
+        .route(
+            "/legal-holds/{id}",
+            get(legal_holds::get_one).delete(legal_holds::lift),
+        );
 
     // The employee pages: link tokens in the path, personal data in the body.
     let pages = Router::new()

@@ -43,7 +43,7 @@ use crate::{auth::Caller, error};
         roles::list, roles::get_one,
         health::healthz, health::readyz, health::metrics,
         openapi_json,
-        legal_holds::hold_employee, legal_holds::hold_legal_entity, legal_holds::list, legal_holds::lift,
+        legal_holds::hold_employee, legal_holds::hold_legal_entity, legal_holds::list, legal_holds::get_one, legal_holds::lift,
     ),
     components(schemas(
         error::Problem,

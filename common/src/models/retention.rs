@@ -600,6 +600,26 @@ pub async fn find_hold(conn: &mut PgConnection, id: i64) -> Result<Option<Hold>,
     .await
 }
 
+/// How many employees hold `hold` is on, counted now, lifted or not: `1`
+/// for a hold on an employee (`0` once that employee is purged), the
+/// employees not purged whose legal entity (`employees.legal_entity_id`,
+/// which is also their I-9s' legal entity: an I-9 has none of its own) is
+/// the held one for a hold on a legal entity (docs/retention.md, "Legal
+/// holds").
+pub async fn employees_covered<'e>(
+    db: impl sqlx::PgExecutor<'e>,
+    hold: &Hold,
+) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM employees e
+           WHERE e.purged_at IS NULL AND (e.id = $1 OR e.legal_entity_id = $2)"#,
+        hold.employee_id,
+        hold.legal_entity_id,
+    )
+    .fetch_one(db)
+    .await
+}
+
 /// Whether a legal hold is active on employee `employee`, directly or
 /// through its legal entity (shown on the employee's and its I-9s' records).
 pub async fn held<'e>(db: impl sqlx::PgExecutor<'e>, employee: i64) -> Result<bool, sqlx::Error> {

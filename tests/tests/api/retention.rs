@@ -890,3 +890,136 @@ async fn assert_gone(r: reqwest::Response) {
         "{body}"
     );
 }
+
+/// `GET /v1/legal-holds/{id}` (the hold's `self` link), with the employees
+/// the hold covers counted when answered.
+#[tokio::test]
+async fn a_hold_is_read_at_its_self_link_with_the_employees_it_covers() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await; // acme-us
+    let i9 = app.insert_i9(james, "Approved").await;
+    let entity: i64 = app
+        .count("SELECT legal_entity_id FROM employees WHERE id = $1", james)
+        .await;
+    let r = app
+        .post_json(
+            &format!("/v1/eins/{entity}/legal-holds"),
+            &token,
+            &json!({"reason": "DOL audit 2027"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let location = r.headers()["location"].to_str().unwrap().to_owned();
+    let hold: Value = r.json().await.unwrap();
+    // Maria and James: the fixture's employees of acme-us.
+    assert_eq!(hold["employeesCovered"], 2);
+    let this = i9_tests::link(&hold, "self").unwrap();
+    assert_eq!(this, location);
+    let read = app.get_json(&this, &token).await;
+    assert_eq!(read, hold, "the self link answers the hold");
+    // An employee of no legal entity is not one of them; one of acme-us is.
+    app.insert_employee("Noel", "Entityless", "Seattle Office", None)
+        .await;
+    let joined = app
+        .insert_employee("Jo", "Joined", "Seattle Office", None)
+        .await;
+    sqlx::query("UPDATE employees SET legal_entity_id = $2 WHERE id = $1")
+        .bind(joined)
+        .bind(entity)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(app.get_json(&this, &token).await["employeesCovered"], 3);
+    // On an employee: that one.
+    let r = app
+        .post_json(
+            &format!("/v1/employees/{james}/legal-holds"),
+            &token,
+            &json!({"reason": "Litigation matter 2026-114"}),
+        )
+        .await;
+    let on_james: Value = r.json().await.unwrap();
+    assert_eq!(on_james["employeesCovered"], 1);
+    let listed = app.get_json("/v1/legal-holds", &token).await;
+    let covered: Vec<&Value> = listed["searchResult"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| &h["employeesCovered"])
+        .collect();
+    assert_eq!(covered, [&json!(1), &json!(3)], "newest first");
+    // Lifted: still read at its link; James purged, the counts follow.
+    for h in [&hold, &on_james] {
+        let r = delete(&app, &format!("/v1/legal-holds/{}", h["id"]), &token).await;
+        assert_eq!(r.status(), 200);
+    }
+    let round = retention::purge_round(app.pool(), day("2030-01-01"), PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(round.i9s[0].i9_id, i9);
+    let read = app.get_json(&this, &token).await;
+    assert_eq!(
+        (read["active"].clone(), read["employeesCovered"].clone()),
+        (json!(false), json!(2))
+    );
+    let read = app
+        .get_json(&format!("/v1/legal-holds/{}", on_james["id"]), &token)
+        .await;
+    assert_eq!(read["employeesCovered"], 0);
+    // As the list: permission 5; no such hold, 404.
+    let viewer = app.token(BOSTON_VIEWER).await;
+    assert_eq!(app.get(&this, &viewer).await.status(), 403);
+    assert_eq!(
+        app.get("/v1/legal-holds/999999", &token).await.status(),
+        404
+    );
+    assert_eq!(app.get("/v1/legal-holds/x", &token).await.status(), 404);
+}
+
+/// A hold on a legal entity keeps the I-9s of the employees whose legal
+/// entity it is (an I-9 has no legal entity of its own: it is its
+/// employee's); an employee of no legal entity is not covered.
+#[tokio::test]
+async fn a_legal_entity_hold_covers_exactly_the_employees_of_that_entity() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await; // acme-us
+    let entity: i64 = app
+        .count("SELECT legal_entity_id FROM employees WHERE id = $1", james)
+        .await;
+    let none = app
+        .insert_employee("Noel", "Entityless", "Seattle Office", None)
+        .await;
+    let moved = app
+        .insert_employee("Jo", "Joined", "Seattle Office", None)
+        .await;
+    sqlx::query("UPDATE employees SET legal_entity_id = $2 WHERE id = $1")
+        .bind(moved)
+        .bind(entity)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let mut i9s = Vec::new();
+    for e in [james, none, moved] {
+        i9s.push(app.insert_i9(e, "Approved").await);
+        if e != james {
+            patch(&app, &token, e, json!({"terminatedDate": "2026-11-30"})).await;
+        }
+    }
+    let r = app
+        .post_json(
+            &format!("/v1/eins/{entity}/legal-holds"),
+            &token,
+            &json!({"reason": "DOL audit 2027"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let round = retention::purge_round(app.pool(), day("2030-01-01"), PurgedBy::Worker)
+        .await
+        .unwrap();
+    let purged: Vec<i64> = round.i9s.iter().map(|d| d.i9_id).collect();
+    assert_eq!(purged, vec![i9s[1]], "only the I-9 of no legal entity");
+    let kept: Vec<i64> = round.kept.iter().map(|k| k.i9_id).collect();
+    assert_eq!(kept, vec![i9s[0], i9s[2]]);
+}
