@@ -37,7 +37,7 @@ use crate::{auth::Caller, error};
         i9s::list, i9s::get_one, partners::section1, partners::locations, i9_steps::section2, i9_steps::complete, i9_steps::approve, i9_steps::park,
         supplement_b::reverify, supplement_b::receipt_update, supplement_b::list,
         eins::list, eins::get_one,
-        calendar::days, calendar::section2_due, calendar::list_closed_days, calendar::set_closed_day, calendar::remove_closed_day,
+        calendar::days, calendar::section2_due, calendar::list_closed_days, calendar::get_closed_day, calendar::set_closed_day, calendar::remove_closed_day,
         groups::list, groups::get_one, groups::users,
         users::list, users::get_one,
         roles::list, roles::get_one,
