@@ -795,6 +795,84 @@ async fn a_purge_is_dated_on_the_day_of_its_round() {
     }
 }
 
+/// Supplement A's preparers and Supplement B's entries are personal data of
+/// their I-9 (`I9_PERSONAL_TABLES`): deleted by its purge, those of another
+/// I-9 left alone.
+#[tokio::test]
+async fn a_purge_deletes_the_i9s_preparers_and_supplement_b_entries() {
+    let app = spawn_app().await;
+    let james = app.employee_id("EMP-1002").await;
+    let maria = app.employee_id("EMP-1001").await; // employed: kept
+    let purged = app.insert_i9(james, "Approved").await;
+    let kept = app.insert_i9(maria, "Approved").await;
+    for i9 in [purged, kept] {
+        for position in [1_i16, 2] {
+            sqlx::query(
+                "INSERT INTO i9_preparers (i9_id, position, last_name, first_name, address, city,
+                                           state, zip, signature, signed_date)
+                 VALUES ($1, $2, 'Tran', 'Linh', '1 Main St', 'Seattle', 'WA', '98101',
+                         'Linh Tran', DATE '2025-01-10')",
+            )
+            .bind(i9)
+            .bind(position)
+            .execute(app.pool())
+            .await
+            .unwrap();
+        }
+        sqlx::query(
+            "INSERT INTO i9_supplement_b (i9_id, kind, rehire_date, new_last_name,
+                                          employer_name, employer_signature, signed_on)
+             VALUES ($1, 'rehire', DATE '2025-06-01', 'Chen-Li', 'Ada Park', 'Ada Park',
+                     DATE '2025-06-01')",
+        )
+        .bind(i9)
+        .execute(app.pool())
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO i9_supplement_b (i9_id, kind, document_list, document_title,
+                                          document_issuer, document_number, employer_name,
+                                          employer_signature, signed_on)
+             VALUES ($1, 'reverification', 'A', 'Employment Authorization Document',
+                     'USCIS', $2, 'Ada Park', 'Ada Park', DATE '2025-07-01')",
+        )
+        .bind(i9)
+        .bind("EAD0000001")
+        .execute(app.pool())
+        .await
+        .unwrap();
+    }
+    let rows = |table: &'static str| {
+        let pool = app.pool().clone();
+        async move {
+            // A constant table name; the ids bound.
+            let per_i9: Vec<i64> = sqlx::query_scalar(&format!(
+                "SELECT count(t.i9_id) FROM unnest($1::BIGINT[]) WITH ORDINALITY AS x(id, n)
+                 LEFT JOIN {table} t ON t.i9_id = x.id GROUP BY x.n ORDER BY x.n"
+            ))
+            .bind(vec![purged, kept])
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+            per_i9
+        }
+    };
+    assert_eq!(rows("i9_preparers").await, [2, 2]);
+    assert_eq!(rows("i9_supplement_b").await, [2, 2]);
+    let round = retention::purge_round(app.pool(), day("2030-01-01"), PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(round.i9s.len(), 1);
+    assert_eq!(round.i9s[0].i9_id, purged);
+    assert_eq!(rows("i9_preparers").await, [0, 2]);
+    assert_eq!(rows("i9_supplement_b").await, [0, 2]);
+    // And I9_PERSONAL_TABLES names exactly those, with the Section 1 links.
+    assert_eq!(
+        retention::I9_PERSONAL_TABLES,
+        ["i9_requests", "i9_preparers", "i9_supplement_b"]
+    );
+}
+
 /// A replay (same `Idempotency-Key`) of a create whose employee was purged
 /// since answers 410 as the employee does, and writes nothing.
 #[tokio::test]
