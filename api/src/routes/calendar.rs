@@ -346,8 +346,6 @@ pub async fn set_closed_day(
     body: JsonBody<ClosedDayBody>,
 ) -> ApiResult<(StatusCode, [(HeaderName, String); 1], Json<ClosedDayView>)> {
     caller.require(Scope::Write, Permission::ApproveI9s)?;
-    // The day the path names first (400), then the body (415, 422).
-    let day = path_date(&date)?;
     let name = body.check(|b: ClosedDayBody| {
         let mut p = Problems::default();
         let name = p.required("name", b.name);
@@ -360,6 +358,8 @@ pub async fn set_closed_day(
             "Name the day.",
         )]));
     };
+    // The body first (413, 415, 422), then the day the path names (400).
+    let day = path_date(&date)?;
     let mut tx = state.pool.begin().await?;
     let (row, what) = model::set(&mut tx, &caller.actor(), day, name.as_str()).await?;
     tx.commit().await?;
