@@ -82,7 +82,8 @@ enum Command {
     Jobs(JobArgs),
     /// I-9s past their retention date (docs/retention.md): run a purge round,
     /// as the worker's daily job does, or with --dry-run list what would go
-    /// (ids, retention date, rule; never personal data) and change nothing.
+    /// (I-9s, employees) and what a legal hold keeps (ids, retention date,
+    /// rule, hold; never personal data), and change nothing.
     /// Reads no keys.
     Purge {
         /// List what a round would purge; change nothing.
@@ -367,20 +368,24 @@ async fn purge_records(
     today: chrono::NaiveDate,
 ) -> anyhow::Result<()> {
     use i9_common::models::retention::{self, PurgedBy, RULE};
-    let (verb, due) = if dry_run {
+    let (verb, run) = if dry_run {
         ("would purge", retention::dry_run(pool, today).await?)
     } else {
         match retention::purge_round_if_first(pool, today, PurgedBy::Admin).await? {
-            Some(round) => {
-                for e in &round.employees {
-                    say!("employee {e:<8} purged (all its I-9s purged, terminated)");
-                }
-                ("purged", round.i9s)
-            }
+            Some(round) => (
+                "purged",
+                retention::DryRun {
+                    i9s: round.i9s,
+                    employees: round.employees,
+                    kept: round.kept,
+                },
+            ),
             None => anyhow::bail!("another purge round is running now; try again when it ends"),
         }
     };
-    for d in &due {
+    // Ids and dates only, never personal data (docs/retention.md,
+    // "`i9-admin purge`").
+    for d in &run.i9s {
         say!(
             "i9 {:<8} employee {:<8} retention date {}  {RULE}",
             d.i9_id,
@@ -388,7 +393,28 @@ async fn purge_records(
             d.retention_date
         );
     }
-    say!("{verb} {} I-9s as of {today}", due.len());
+    for e in &run.employees {
+        say!("employee {e:<8} {verb} (terminated, every I-9 purged)");
+    }
+    for k in &run.kept {
+        let on = match k.on {
+            retention::HoldOn::Employee(id) => format!("on employee {id}"),
+            retention::HoldOn::LegalEntity(id) => format!("on legal entity {id}"),
+        };
+        say!(
+            "i9 {:<8} employee {:<8} retention date {}  kept by legal hold {} ({on})",
+            k.i9_id,
+            k.employee_id,
+            k.retention_date,
+            k.hold_id
+        );
+    }
+    say!(
+        "{verb} {} I-9s and {} employees as of {today}; kept by legal hold: {}",
+        run.i9s.len(),
+        run.employees.len(),
+        retention::count_i9s(&run.kept)
+    );
     Ok(())
 }
 

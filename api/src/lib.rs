@@ -26,7 +26,7 @@ use std::{sync::Arc, time::Duration};
 use axum::{
     extract::DefaultBodyLimit,
     http::{header, HeaderValue},
-    routing::{delete, get, post, put},
+    routing::{get, post},
     Router,
 };
 use i9_common::{crypto::DataCipher, Config};
@@ -139,7 +139,9 @@ pub fn router(state: AppState) -> Router {
         .route("/calendar/closed-days", get(calendar::list_closed_days))
         .route(
             "/calendar/closed-days/{date}",
-            put(calendar::set_closed_day).delete(calendar::remove_closed_day),
+            get(calendar::get_closed_day)
+                .put(calendar::set_closed_day)
+                .delete(calendar::remove_closed_day),
         )
         .route("/groups", get(groups::list))
         .route("/groups/{id}", get(groups::get_one))
@@ -159,7 +161,10 @@ pub fn router(state: AppState) -> Router {
             post(legal_holds::hold_legal_entity),
         )
         .route("/legal-holds", get(legal_holds::list))
-        .route("/legal-holds/{id}", delete(legal_holds::lift));
+        .route(
+            "/legal-holds/{id}",
+            get(legal_holds::get_one).delete(legal_holds::lift),
+        );
 
     // The employee pages: link tokens in the path, personal data in the body.
     let pages = Router::new()

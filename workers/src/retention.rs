@@ -25,11 +25,17 @@ pub async fn run(pool: PgPool, config: Arc<Config>, mut shutdown: watch::Receive
         }
         wait = config.records_purge_interval;
         match retention::purge_round_if_first(&pool, config.today(), PurgedBy::Worker).await {
-            Ok(Some(r)) if !r.i9s.is_empty() || !r.employees.is_empty() => tracing::info!(
-                i9s = r.i9s.len(),
-                employees = r.employees.len(),
-                "purged records past their retention date"
-            ),
+            // Counts only (ids stay in the database): e.g. "purged 3 I-9s
+            // and 1 employees; kept by legal hold: 2".
+            Ok(Some(r)) if !r.i9s.is_empty() || !r.employees.is_empty() || !r.kept.is_empty() => {
+                tracing::info!(
+                    i9s = r.i9s.len(),
+                    employees = r.employees.len(),
+                    kept_by_legal_hold = retention::count_i9s(&r.kept),
+                    "records past their retention date: {}",
+                    r.summary()
+                )
+            }
             Ok(_) => {}
             Err(e) => tracing::warn!(
                 error = %e,

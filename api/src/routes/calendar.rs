@@ -2,7 +2,7 @@
 //! days of a range, each a business day or not, a federal working day or
 //! not), `GET /v1/calendar/section2-due` (the Section 2 deadline of a start
 //! date), and its closed days: `GET /v1/calendar/closed-days`,
-//! `PUT`/`DELETE /v1/calendar/closed-days/{date}`. Reading takes scope
+//! `GET`/`PUT`/`DELETE /v1/calendar/closed-days/{date}`. Reading takes scope
 //! `read` and no permission (any signed-in HR user; a partner's token does
 //! not reach it); writing takes scope `write` and permission 5 (approve
 //! I-9s, the compliance role). Each write is audited in
@@ -213,14 +213,21 @@ fn date_param(
     }
 }
 
+/// What a `{date}` of the path that is not a day is told (`invalid_date`).
+pub const PATH_DATE_RULE: &str = "Must be a date written YYYY-MM-DD, in the years 1900 to 2099.";
+
 /// The date of the path, `YYYY-MM-DD` of the years [`parse_date`] takes;
-/// anything else names no day (404).
+/// anything else (`2026-02-30`, `12-31-2026`) is a 400 `invalid_date` naming
+/// `date`, as a bad date of a query is (docs/calendar.md, "Closed days").
 fn path_date(raw: &str) -> Result<NaiveDate, ApiError> {
     let shaped = raw.len() == 10 && raw.as_bytes()[4] == b'-' && raw.as_bytes()[7] == b'-';
     parse_date(raw)
         .ok()
         .filter(|_| shaped)
-        .ok_or(ApiError::NotFound)
+        .ok_or_else(|| ApiError::BadRequest {
+            detail: "The path is not valid; see errors.".into(),
+            errors: vec![FieldError::new("date", "invalid_date", PATH_DATE_RULE)],
+        })
 }
 
 fn weekday_name(w: Weekday) -> &'static str {
@@ -294,16 +301,40 @@ pub async fn list_closed_days(
 }
 
 #[utoipa::path(
+    get, path = "/v1/calendar/closed-days/{date}", operation_id = "getClosedDay", tag = "calendar",
+    params(("date" = String, Path, description = "The day, `YYYY-MM-DD`")),
+    responses(
+        (status = 200, description = "The day is closed (the `Location` of a new closed day)", body = ClosedDayView),
+        (status = 400, description = "The path's `date` is not a day `YYYY-MM-DD` from 1900 to 2099 (`invalid_date`)", body = Problem, content_type = "application/problem+json"),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "The day is not closed", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["read"]))
+)]
+pub async fn get_closed_day(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(date): Path<String>,
+) -> ApiResult<Json<ClosedDayView>> {
+    // As the list: scope read, any HR user.
+    require_read(&caller)?;
+    let day = path_date(&date)?;
+    let found = model::list(&state.pool, day, day).await?;
+    let closed = found.into_iter().next().ok_or(ApiError::NotFound)?;
+    Ok(Json(closed.into()))
+}
+
+#[utoipa::path(
     put, path = "/v1/calendar/closed-days/{date}", operation_id = "setClosedDay", tag = "calendar",
     params(("date" = String, Path, description = "The day, `YYYY-MM-DD`")),
     request_body(content = ClosedDayBody, content_type = "application/json"),
     responses(
         (status = 201, description = "The day is closed", body = ClosedDayView, headers(("Location" = String, description = "The closed day's path"))),
         (status = 200, description = "The day was closed already; its name is the one given", body = ClosedDayView),
-        (status = 400, description = "The body is not a JSON object", body = Problem, content_type = "application/problem+json"),
+        (status = 400, description = "The path's `date` is not a day `YYYY-MM-DD` from 1900 to 2099 (`invalid_date`), or the body is not a JSON object", body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "The path is not a date from 1900 to 2099", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
     ),
     security(("oauth2" = ["write"]))
@@ -327,7 +358,7 @@ pub async fn set_closed_day(
             "Name the day.",
         )]));
     };
-    // The body first (415, 422), then the day it names (404).
+    // The body first (413, 415, 422), then the day the path names (400).
     let day = path_date(&date)?;
     let mut tx = state.pool.begin().await?;
     let (row, what) = model::set(&mut tx, &caller.actor(), day, name.as_str()).await?;
@@ -345,6 +376,7 @@ pub async fn set_closed_day(
     params(("date" = String, Path, description = "The day, `YYYY-MM-DD`")),
     responses(
         (status = 204, description = "The day is a business day again (if a weekday)"),
+        (status = 400, description = "The path's `date` is not a day `YYYY-MM-DD` from 1900 to 2099 (`invalid_date`)", body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "The day is not closed", body = Problem, content_type = "application/problem+json"),

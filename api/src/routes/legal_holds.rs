@@ -1,7 +1,7 @@
 //! Legal holds (docs/retention.md, "Legal holds"): `POST
 //! /v1/employees/{id}/legal-holds`, `POST /v1/eins/{id}/legal-holds`, `GET
-//! /v1/legal-holds`, `DELETE /v1/legal-holds/{id}` (lift; the hold stays as
-//! history). A hold keeps the employee's I-9s (or those of every employee of
+//! /v1/legal-holds`, `GET /v1/legal-holds/{id}`, `DELETE
+//! /v1/legal-holds/{id}` (lift; the hold stays as history). A hold keeps the employee's I-9s (or those of every employee of
 //! the legal entity) from the retention purge while it is active.
 //! Permission 5 (approve I-9s: the compliance role), audited
 //! `legal_hold.set` and `legal_hold.lift`.
@@ -85,12 +85,19 @@ pub struct LegalHold {
     #[serde(serialize_with = "format::timestamp")]
     #[schema(value_type = Option<String>)]
     pub lifted_at: Option<DateTime<Utc>>,
+    /// How many employees the hold is on, counted when answered (lifted or
+    /// not): `1` for a hold on an employee (`0` once purged); for a hold on
+    /// a legal entity, its employees not purged (those whose `legalEntity`
+    /// it is; their I-9s are the entity's).
+    pub employees_covered: i64,
     /// `self`, and `employee` or `legalEntity`.
     pub links: Vec<Link>,
 }
 
-impl From<Hold> for LegalHold {
-    fn from(h: Hold) -> Self {
+impl LegalHold {
+    /// The representation of `h`, covering `employees_covered` employees
+    /// ([`retention::employees_covered`]).
+    fn new(h: Hold, employees_covered: i64) -> Self {
         let mut links = vec![Link::new("self", format!("/v1/legal-holds/{}", h.id))];
         if let Some(e) = h.employee_id {
             links.push(Link::new("employee", format!("/v1/employees/{e}")));
@@ -108,8 +115,15 @@ impl From<Hold> for LegalHold {
             set_at: Some(h.set_at),
             lifted_by: h.lifted_by,
             lifted_at: h.lifted_at,
+            employees_covered,
             links,
         }
+    }
+
+    /// The representation of `h`, its employees counted now.
+    async fn load(conn: &mut sqlx::PgConnection, h: Hold) -> Result<Self, sqlx::Error> {
+        let covered = retention::employees_covered(&mut *conn, &h).await?;
+        Ok(Self::new(h, covered))
     }
 }
 
@@ -131,8 +145,8 @@ type Created = (
 async fn set(state: &AppState, caller: &Caller, on: HoldOn, reason: String) -> ApiResult<Created> {
     let mut tx = state.pool.begin().await?;
     let hold = retention::set_hold(&mut tx, &caller.actor(), on, &reason).await?;
+    let hold = LegalHold::load(&mut tx, hold).await?;
     tx.commit().await?;
-    let hold: LegalHold = hold.into();
     let location = format!("/v1/legal-holds/{}", hold.id);
     Ok((StatusCode::CREATED, [(LOCATION, location)], Json(hold)))
 }
@@ -206,7 +220,11 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Js
     let rows = sqlx::query!(
         r#"SELECT h.id, h.employee_id, h.legal_entity_id, h.reason, h.set_by, h.set_at,
                   h.lifted_by, h.lifted_at,
-                  e.location_id AS "location_id?", e.integration_client_id
+                  e.location_id AS "location_id?", e.integration_client_id,
+                  (SELECT count(*) FROM employees c
+                   WHERE c.purged_at IS NULL
+                     AND (c.id = h.employee_id OR c.legal_entity_id = h.legal_entity_id))
+                    AS "employees_covered!"
            FROM legal_holds h LEFT JOIN employees e ON e.id = h.employee_id
            ORDER BY h.id DESC"#,
     )
@@ -219,17 +237,20 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Js
             None => true,
         })
         .map(|r| {
-            Hold {
-                id: r.id,
-                employee_id: r.employee_id,
-                legal_entity_id: r.legal_entity_id,
-                reason: r.reason,
-                set_by: r.set_by,
-                set_at: r.set_at,
-                lifted_by: r.lifted_by,
-                lifted_at: r.lifted_at,
-            }
-            .into()
+            // Counted as retention::employees_covered counts.
+            LegalHold::new(
+                Hold {
+                    id: r.id,
+                    employee_id: r.employee_id,
+                    legal_entity_id: r.legal_entity_id,
+                    reason: r.reason,
+                    set_by: r.set_by,
+                    set_at: r.set_at,
+                    lifted_by: r.lifted_by,
+                    lifted_at: r.lifted_at,
+                },
+                r.employees_covered,
+            )
         })
         .collect();
     Ok(Json(LegalHolds {
@@ -265,8 +286,39 @@ pub async fn lift(
         employees::check_visible(&state, &caller, employee).await?;
     }
     let hold = retention::lift_hold(&mut tx, &caller.actor(), id).await?;
+    let hold = LegalHold::load(&mut tx, hold).await?;
     tx.commit().await?;
-    Ok(Json(hold.into()))
+    Ok(Json(hold))
+}
+
+#[utoipa::path(
+    get, path = "/v1/legal-holds/{id}", operation_id = "getLegalHold", tag = "legal holds",
+    params(("id" = i64, Path, description = "Legal hold id")),
+    responses(
+        (status = 200, description = "The hold, active or lifted (its `self` link)", body = LegalHold),
+        (status = 401, body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing scope or permission 5", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such hold, or on an employee not in the caller's groups", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("oauth2" = ["read"]))
+)]
+pub async fn get_one(
+    State(state): State<AppState>,
+    caller: Caller,
+    id: Id,
+) -> ApiResult<Json<LegalHold>> {
+    // As the list: permission 5, scope read; a hold on an employee the
+    // caller does not see is not there.
+    caller.require(Scope::Read, Permission::ApproveI9s)?;
+    let id = id.get()?;
+    let mut conn = state.pool.acquire().await?;
+    let hold = retention::find_hold(&mut conn, id)
+        .await?
+        .ok_or(ApiError::NotFound)?;
+    if let Some(employee) = hold.employee_id {
+        employees::check_visible(&state, &caller, employee).await?;
+    }
+    Ok(Json(LegalHold::load(&mut conn, hold).await?))
 }
 
 /// The 410 of a purged record (`what`: `I-9` or `employee`): when it was

@@ -22,7 +22,7 @@ use i9_common::{
         employee::{self, Integration, Period},
         i9,
         i9_request::I9Request,
-        supplement_b,
+        retention, supplement_b,
     },
 };
 use serde::Serialize;
@@ -171,6 +171,7 @@ pub async fn locations(
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not a partner client, or no permission 10", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The candidate is an employee still employed (not terminated), whatever its I-9: the employer terminates it first, then a push re-hires it; or its profileId or SSN belongs to another employee", body = Problem, content_type = "application/problem+json"),
+        (status = 410, description = "A replay (same `Idempotency-Key`) of a call whose employee was purged since (docs/retention.md)", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Writes of SSNs ending in the same four digits by a caller without permission 12 wait; see Retry-After (docs/api.md, \"Social security numbers\")", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
     ),
@@ -372,7 +373,7 @@ fn still_employed(candidate: &str, id: i64, on_supplement_b: bool) -> String {
 }
 
 /// The answer to a repeated call, rendered again (404 if the caller no
-/// longer sees the employee).
+/// longer sees the employee, 410 if it was purged since: docs/retention.md).
 async fn replay_answer(
     state: &AppState,
     visibility: &Visibility,
@@ -388,6 +389,10 @@ async fn replay_answer(
     .await?;
     if !owner.is_some_and(|o| visibility.sees(o.location_id, o.integration_client_id)) {
         return Err(ApiError::NotFound);
+    }
+    // Purged since: its Section 1 link went with it.
+    if let Some(d) = retention::employee_destruction(&mut *conn, id).await? {
+        return Err(super::legal_holds::gone("employee", Some(d)));
     }
     // No request: a re-hire recorded on Supplement B, answered without a link.
     let link = match replay.outcome.section1_request {

@@ -114,15 +114,95 @@ pub async fn due(
     .await
 }
 
-/// What `--dry-run` shows: the I-9s a round on `today` would purge, without
-/// changing anything (the listing's transaction is rolled back).
-pub async fn dry_run(pool: &PgPool, today: NaiveDate) -> Result<Vec<Due>, sqlx::Error> {
+/// An I-9 past its retention date that an active legal hold keeps from the
+/// purge, one per hold that applies (ids only, no personal data).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    pub i9_id: i64,
+    pub employee_id: i64,
+    pub retention_date: NaiveDate,
+    pub hold_id: i64,
+    /// What the hold is on: the I-9's employee or the employee's legal entity.
+    pub on: HoldOn,
+}
+
+/// The I-9s that [`due`] would take on `today` but for an active legal
+/// hold: past their date, not in progress, not purged, and held. One row per
+/// hold that applies (an I-9 held twice is listed twice), by retention date,
+/// I-9 and hold. The hold's reason is not read (docs/retention.md, "The
+/// daily purge").
+pub async fn kept_by_hold<'e>(
+    db: impl sqlx::PgExecutor<'e>,
+    today: NaiveDate,
+) -> Result<Vec<Kept>, sqlx::Error> {
+    let open = I9Status::OPEN.map(I9Status::as_str);
+    let rows = sqlx::query!(
+        r#"SELECT i.id AS i9_id, i.employee_id, i.retention_date AS "retention_date!",
+                  h.id AS hold_id, h.employee_id AS hold_employee_id,
+                  h.legal_entity_id AS hold_legal_entity_id
+           FROM i9s i JOIN employees e ON e.id = i.employee_id
+           JOIN legal_holds h ON h.lifted_at IS NULL
+                AND (h.employee_id = i.employee_id OR h.legal_entity_id = e.legal_entity_id)
+           WHERE i.purged_at IS NULL
+             AND i.retention_date IS NOT NULL
+             AND i.retention_date <= $1
+             AND i.status <> ALL($2)
+           ORDER BY i.retention_date, i.id, h.id"#,
+        today,
+        &open[..] as &[&str],
+    )
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| Kept {
+            i9_id: r.i9_id,
+            employee_id: r.employee_id,
+            retention_date: r.retention_date,
+            hold_id: r.hold_id,
+            on: match (r.hold_employee_id, r.hold_legal_entity_id) {
+                (Some(e), _) => HoldOn::Employee(e),
+                (None, l) => HoldOn::LegalEntity(l.unwrap_or_default()),
+            },
+        })
+        .collect())
+}
+
+/// How many distinct I-9s `kept` names.
+pub fn count_i9s(kept: &[Kept]) -> usize {
+    kept.iter()
+        .map(|k| k.i9_id)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+}
+
+/// What `--dry-run` shows (ids and dates only).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DryRun {
+    /// The I-9s a round would purge, in order.
+    pub i9s: Vec<Due>,
+    /// The employees the same round would purge after them
+    /// ([`employees_due`], counting the I-9s above as purged).
+    pub employees: Vec<i64>,
+    /// The I-9s past their date that a legal hold keeps ([`kept_by_hold`]).
+    pub kept: Vec<Kept>,
+}
+
+/// What a round on `today` would do, without changing anything (the
+/// listing's transaction is rolled back): the same queries as the purge.
+pub async fn dry_run(pool: &PgPool, today: NaiveDate) -> Result<DryRun, sqlx::Error> {
     let mut tx = pool.begin().await?;
-    let mut all = Vec::new();
     // One query with a large limit: a dry run reads, it does not batch.
-    all.extend(due(&mut tx, today, BATCH * MAX_BATCHES as i64).await?);
+    let i9s = due(&mut tx, today, BATCH * MAX_BATCHES as i64).await?;
+    let ids: Vec<i64> = i9s.iter().map(|d| d.i9_id).collect();
+    let employees = employees_due(&mut tx, &ids).await?;
+    let kept = kept_by_hold(&mut *tx, today).await?;
     tx.rollback().await?;
-    Ok(all)
+    Ok(DryRun {
+        i9s,
+        employees,
+        kept,
+    })
 }
 
 /// What one round purged.
@@ -132,6 +212,31 @@ pub struct Round {
     pub i9s: Vec<Due>,
     /// The employees whose own personal data was purged too.
     pub employees: Vec<i64>,
+    /// The I-9s past their date that a legal hold kept, after the round
+    /// ([`kept_by_hold`]).
+    pub kept: Vec<Kept>,
+}
+
+impl Round {
+    /// The round's log line: counts only, never personal data.
+    pub fn summary(&self) -> String {
+        format!(
+            "purged {} I-9s and {} employees; kept by legal hold: {}",
+            self.i9s.len(),
+            self.employees.len(),
+            count_i9s(&self.kept),
+        )
+    }
+}
+
+/// When a round on `today` stamps what it purges (`purged_at` of the I-9s,
+/// the employees and the destruction records): `today` at the current time
+/// of day (UTC). `today` is the day the round decided on
+/// ([`crate::Config::today`], moved by `CLOCK_OFFSET_DAYS` in a trial), so a
+/// record never reads as purged before its retention date
+/// (docs/retention.md, "The daily purge").
+pub fn stamp(today: NaiveDate) -> DateTime<Utc> {
+    today.and_time(Utc::now().time()).and_utc()
 }
 
 /// One round on `today`: purge every I-9 due ([`due`]), [`BATCH`] per
@@ -145,13 +250,14 @@ pub async fn purge_round(
     by: PurgedBy,
 ) -> Result<Round, sqlx::Error> {
     let mut round = Round::default();
+    let at = stamp(today);
     for _ in 0..MAX_BATCHES {
         let mut tx = pool.begin().await?;
         sqlx::query!("SELECT pg_advisory_xact_lock_shared($1)", HOLDS_LOCK_KEY)
             .execute(&mut *tx)
             .await?;
         let batch = due(&mut tx, today, BATCH).await?;
-        purge_i9s(&mut tx, &batch, by).await?;
+        purge_i9s(&mut tx, &batch, by, at).await?;
         tx.commit().await?;
         let n = batch.len();
         round.i9s.extend(batch);
@@ -159,7 +265,8 @@ pub async fn purge_round(
             break;
         }
     }
-    round.employees = purge_employees(pool, by).await?;
+    round.employees = purge_employees(pool, by, at).await?;
+    round.kept = kept_by_hold(pool, today).await?;
     Ok(round)
 }
 
@@ -188,20 +295,28 @@ pub async fn purge_round_if_first(
 
 /// Purge `batch` (rows [`due`] locked in `tx`): a destruction record each,
 /// every personal column emptied, the rows of [`I9_PERSONAL_TABLES`]
-/// deleted, and an `i9.purge` audit entry (no personal data).
-async fn purge_i9s(tx: &mut PgConnection, batch: &[Due], by: PurgedBy) -> Result<(), sqlx::Error> {
+/// deleted, and an `i9.purge` audit entry (no personal data). `at` is the
+/// round's [`stamp`].
+async fn purge_i9s(
+    tx: &mut PgConnection,
+    batch: &[Due],
+    by: PurgedBy,
+    at: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
     if batch.is_empty() {
         return Ok(());
     }
     let ids: Vec<i64> = batch.iter().map(|d| d.i9_id).collect();
     sqlx::query!(
-        "INSERT INTO i9_destructions (i9_id, employee_id, legal_entity_id, retention_date, rule, purged_by)
-         SELECT i.id, i.employee_id, e.legal_entity_id, i.retention_date, $2, $3
+        "INSERT INTO i9_destructions (i9_id, employee_id, legal_entity_id, retention_date, rule,
+                                     purged_by, purged_at)
+         SELECT i.id, i.employee_id, e.legal_entity_id, i.retention_date, $2, $3, $4
          FROM i9s i JOIN employees e ON e.id = i.employee_id
          WHERE i.id = ANY($1)",
         &ids,
         RULE,
         by.as_str(),
+        at,
     )
     .execute(&mut *tx)
     .await?;
@@ -210,7 +325,7 @@ async fn purge_i9s(tx: &mut PgConnection, batch: &[Due], by: PurgedBy) -> Result
     // ids, status, form edition, the dates of the process and of
     // employment, the retention date.
     sqlx::query!(
-        "UPDATE i9s SET purged_at = now(), updated_at = now(),
+        "UPDATE i9s SET purged_at = $2, updated_at = now(),
              first_name = '', last_name = '', middle_initial = NULL, other_name = NULL,
              date_of_birth = NULL, ssn_ciphertext = NULL, ssn_last4 = NULL,
              email_address = NULL, phone_number = NULL,
@@ -238,6 +353,7 @@ async fn purge_i9s(tx: &mut PgConnection, batch: &[Due], by: PurgedBy) -> Result
              i9_expiration = NULL, receipt_due_date = NULL
          WHERE id = ANY($1)",
         &ids,
+        at,
     )
     .execute(&mut *tx)
     .await?;
@@ -264,38 +380,65 @@ async fn purge_i9s(tx: &mut PgConnection, batch: &[Due], by: PurgedBy) -> Result
     Ok(())
 }
 
-/// Purge the employees left with nothing to keep: terminated (their latest
-/// period has ended), at least one I-9 and every one of them purged, none
-/// being created, no legal hold. Their personal data (names, SSN, date of
-/// birth, contact details, HR and partner keys, their own sign-in) was kept
-/// only for the I-9 (docs/retention.md, "The employee"). The row stays, with
-/// its ids, periods of employment and history.
-pub async fn purge_employees(pool: &PgPool, by: PurgedBy) -> Result<Vec<i64>, sqlx::Error> {
+/// The employees a round would purge, locked (skipping those another
+/// transaction holds): not purged, terminated (their latest period has
+/// ended), at least one I-9 and every one of them purged (or among
+/// `purging`, the I-9s the round purges first: a dry run's), none being
+/// created, no legal hold on them or their legal entity (docs/retention.md,
+/// "The employee"). THE rule for the employee, used by the purge and the dry
+/// run alike; the purge checks it again in its update.
+pub async fn employees_due(
+    conn: &mut PgConnection,
+    purging: &[i64],
+) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar!(
+        "SELECT e.id FROM employees e
+         WHERE e.purged_at IS NULL
+           AND EXISTS (SELECT 1 FROM i9s i WHERE i.employee_id = e.id)
+           AND NOT EXISTS (SELECT 1 FROM i9s i
+                           WHERE i.employee_id = e.id AND i.purged_at IS NULL
+                             AND i.id <> ALL($1))
+           AND NOT EXISTS (SELECT 1 FROM i9_requests r WHERE r.employee_id = e.id AND r.i9_id IS NULL)
+           AND (SELECT p.terminated_date IS NOT NULL FROM employment_periods p
+                WHERE p.employee_id = e.id ORDER BY p.id DESC LIMIT 1)
+           AND NOT EXISTS (
+               SELECT 1 FROM legal_holds h
+               WHERE h.lifted_at IS NULL
+                 AND (h.employee_id = e.id OR h.legal_entity_id = e.legal_entity_id))
+         ORDER BY e.id
+         LIMIT $2
+         FOR UPDATE OF e SKIP LOCKED",
+        purging,
+        BATCH * MAX_BATCHES as i64,
+    )
+    .fetch_all(&mut *conn)
+    .await
+}
+
+/// Purge the employees left with nothing to keep ([`employees_due`]),
+/// stamped `at` (the round's [`stamp`]). Their personal data (names, SSN,
+/// date of birth, contact details, HR and partner keys, their own sign-in)
+/// was kept only for the I-9 (docs/retention.md, "The employee"). The row
+/// stays, with its ids, periods of employment and history.
+pub async fn purge_employees(
+    pool: &PgPool,
+    by: PurgedBy,
+    at: DateTime<Utc>,
+) -> Result<Vec<i64>, sqlx::Error> {
     let mut tx = pool.begin().await?;
     sqlx::query!("SELECT pg_advisory_xact_lock_shared($1)", HOLDS_LOCK_KEY)
         .execute(&mut *tx)
         .await?;
-    // Lock the candidates first (no personal data left in their I-9s), then
-    // decide in the update itself: a statement that starts after the locks
-    // sees a re-hire or a hold committed meanwhile.
-    let candidates = sqlx::query_scalar!(
-        "SELECT e.id FROM employees e
-         WHERE e.purged_at IS NULL
-           AND EXISTS (SELECT 1 FROM i9s i WHERE i.employee_id = e.id)
-           AND NOT EXISTS (SELECT 1 FROM i9s i WHERE i.employee_id = e.id AND i.purged_at IS NULL)
-         ORDER BY e.id
-         LIMIT $1
-         FOR UPDATE OF e SKIP LOCKED",
-        BATCH * MAX_BATCHES as i64,
-    )
-    .fetch_all(&mut *tx)
-    .await?;
+    // Lock the candidates first, then decide again in the update itself: a
+    // statement that starts after the locks sees a re-hire or a hold
+    // committed meanwhile.
+    let candidates = employees_due(&mut tx, &[]).await?;
     if candidates.is_empty() {
         tx.rollback().await?;
         return Ok(candidates);
     }
     let ids = sqlx::query_scalar!(
-        "UPDATE employees e SET purged_at = now(), updated_at = now(),
+        "UPDATE employees e SET purged_at = $2, updated_at = now(),
              first_name = '', last_name = '', middle_name = NULL,
              ssn_ciphertext = NULL, ssn_hash = NULL, ssn_last4 = NULL, date_of_birth = NULL,
              profile_id = NULL, other_name = NULL, job_title = NULL, email_address = NULL,
@@ -319,6 +462,7 @@ pub async fn purge_employees(pool: &PgPool, by: PurgedBy) -> Result<Vec<i64>, sq
                  AND (h.employee_id = e.id OR h.legal_entity_id = e.legal_entity_id))
          RETURNING e.id",
         &candidates,
+        at,
     )
     .fetch_all(&mut *tx)
     .await?;
@@ -453,6 +597,26 @@ pub async fn find_hold(conn: &mut PgConnection, id: i64) -> Result<Option<Hold>,
         id,
     )
     .fetch_optional(&mut *conn)
+    .await
+}
+
+/// How many employees hold `hold` is on, counted now, lifted or not: `1`
+/// for a hold on an employee (`0` once that employee is purged), the
+/// employees not purged whose legal entity (`employees.legal_entity_id`,
+/// which is also their I-9s' legal entity: an I-9 has none of its own) is
+/// the held one for a hold on a legal entity (docs/retention.md, "Legal
+/// holds").
+pub async fn employees_covered<'e>(
+    db: impl sqlx::PgExecutor<'e>,
+    hold: &Hold,
+) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar!(
+        r#"SELECT count(*) AS "n!" FROM employees e
+           WHERE e.purged_at IS NULL AND (e.id = $1 OR e.legal_entity_id = $2)"#,
+        hold.employee_id,
+        hold.legal_entity_id,
+    )
+    .fetch_one(db)
     .await
 }
 

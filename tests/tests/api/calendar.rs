@@ -174,6 +174,18 @@ async fn closed_days_are_read_by_hr_and_written_by_the_compliance_role_audited()
         r.json::<Value>().await.unwrap(),
         json!({"date": "2030-12-24", "name": "Christmas Eve"})
     );
+    // Its Location answers it, to any HR user; a day not closed is a 404.
+    assert_eq!(
+        app.get_json("/v1/calendar/closed-days/2030-12-24", &viewer)
+            .await,
+        json!({"date": "2030-12-24", "name": "Christmas Eve"})
+    );
+    assert_eq!(
+        app.get("/v1/calendar/closed-days/2030-12-23", &viewer)
+            .await
+            .status(),
+        404
+    );
     // The same again changes nothing and is not audited; a new name is.
     let r = put_closed_day(
         &app,
@@ -223,10 +235,23 @@ async fn closed_days_are_read_by_hr_and_written_by_the_compliance_role_audited()
         .await,
         [("name".to_owned(), "too_long".to_owned())]
     );
-    let r = put_closed_day(&app, &admin, "2030-02-30", &json!({"name": "x"})).await;
-    assert_eq!(r.status(), 404, "not a date: no such day");
-    let r = put_closed_day(&app, &admin, "12-31-2030", &json!({"name": "x"})).await;
-    assert_eq!(r.status(), 404, "the path's date is written YYYY-MM-DD");
+    // A path that is not a day: a 400 naming `date`, as a bad date of a
+    // query is, for each method (for PUT once its body is read: a bad body
+    // is named first).
+    let bad_date = [("date".to_owned(), "invalid_date".to_owned())];
+    for date in ["2030-02-30", "12-31-2030", "2030-1-1", "2100-01-01", "x"] {
+        let r = put_closed_day(&app, &admin, date, &json!({"name": "x"})).await;
+        assert_eq!(errors(r, 400).await, bad_date, "PUT {date}");
+        let r = put_closed_day(&app, &admin, date, &json!({"nom": "x"})).await;
+        assert_eq!(errors(r, 422).await.len(), 2, "PUT {date}, bad body");
+        let r = delete_closed_day(&app, &admin, date).await;
+        assert_eq!(errors(r, 400).await, bad_date, "DELETE {date}");
+        let r = app
+            .get(&format!("/v1/calendar/closed-days/{date}"), &viewer)
+            .await;
+        assert_eq!(r.headers()["content-type"], "application/problem+json");
+        assert_eq!(errors(r, 400).await, bad_date, "GET {date}");
+    }
     assert_eq!(
         errors(
             app.get("/v1/calendar/closed-days?year=20x0", &viewer).await,
@@ -254,6 +279,13 @@ async fn closed_days_are_read_by_hr_and_written_by_the_compliance_role_audited()
         204
     );
     assert_eq!(audited("removed").await, 1);
+    assert_eq!(
+        app.get("/v1/calendar/closed-days/2030-12-24", &viewer)
+            .await
+            .status(),
+        404,
+        "open again"
+    );
     assert_eq!(
         delete_closed_day(&app, &admin, "2030-12-24").await.status(),
         404

@@ -342,10 +342,8 @@ async fn a_hold_on_the_employee_keeps_the_record_until_it_is_lifted() {
         .await;
     assert_eq!(emp["legalHold"], true);
     let as_of = day("2030-01-01");
-    assert!(retention::dry_run(app.pool(), as_of)
-        .await
-        .unwrap()
-        .is_empty());
+    let dry = retention::dry_run(app.pool(), as_of).await.unwrap();
+    assert!(dry.i9s.is_empty() && dry.employees.is_empty(), "{dry:?}");
     let round = retention::purge_round(app.pool(), as_of, PurgedBy::Worker)
         .await
         .unwrap();
@@ -466,10 +464,11 @@ async fn in_progress_i9s_and_i9s_without_a_date_are_never_purged() {
     assert_eq!(stored_date(&app, open).await, Some(day(JAMES_DUE)));
     let employed = app.insert_i9(maria, "Approved").await;
     let far = day("2100-01-01");
-    assert!(retention::dry_run(app.pool(), far)
-        .await
-        .unwrap()
-        .is_empty());
+    assert_eq!(
+        retention::dry_run(app.pool(), far).await.unwrap(),
+        retention::DryRun::default(),
+        "no I-9, no employee (one I-9 of James is in progress), nothing held"
+    );
     let round = retention::purge_round(app.pool(), far, PurgedBy::Worker)
         .await
         .unwrap();
@@ -494,27 +493,40 @@ async fn a_dry_run_lists_what_would_go_and_changes_nothing() {
     let app = spawn_app().await;
     let james = app.employee_id("EMP-1002").await;
     let i9 = app.insert_i9(james, "Completed").await;
-    assert!(retention::dry_run(app.pool(), day("2028-01-12"))
-        .await
-        .unwrap()
-        .is_empty());
+    assert_eq!(
+        retention::dry_run(app.pool(), day("2028-01-12"))
+            .await
+            .unwrap(),
+        retention::DryRun::default()
+    );
     let listed = retention::dry_run(app.pool(), day(JAMES_DUE))
         .await
         .unwrap();
-    assert_eq!(listed.len(), 1);
+    assert_eq!(listed.i9s.len(), 1);
     assert_eq!(
         (
-            listed[0].i9_id,
-            listed[0].employee_id,
-            listed[0].retention_date
+            listed.i9s[0].i9_id,
+            listed.i9s[0].employee_id,
+            listed.i9s[0].retention_date
         ),
         (i9, james, day(JAMES_DUE))
     );
+    // James goes with his last I-9: listed too, and still there.
+    assert_eq!(listed.employees, vec![james]);
+    assert!(listed.kept.is_empty());
     assert_eq!(destructions(&app, i9).await, 0);
     assert_eq!(
         app.count(
             "SELECT count(*) FROM i9s WHERE id = $1 AND purged_at IS NULL AND last_name <> ''",
             i9
+        )
+        .await,
+        1
+    );
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM employees WHERE id = $1 AND purged_at IS NULL AND last_name <> ''",
+            james
         )
         .await,
         1
@@ -525,6 +537,138 @@ async fn a_dry_run_lists_what_would_go_and_changes_nothing() {
             .await
             .unwrap(),
         listed
+    );
+    // What it listed is what a round does.
+    let round = retention::purge_round(app.pool(), day(JAMES_DUE), PurgedBy::Admin)
+        .await
+        .unwrap();
+    assert_eq!((round.i9s, round.employees), (listed.i9s, listed.employees));
+}
+
+#[tokio::test]
+async fn a_dry_run_lists_an_employee_only_when_every_i9_of_theirs_would_be_purged() {
+    let app = spawn_app().await;
+    let james = app.employee_id("EMP-1002").await;
+    let maria = app.employee_id("EMP-1001").await; // employed
+    let done = app.insert_i9(james, "Approved").await;
+    let open = app.insert_i9(james, "Signed Sec 2").await;
+    app.insert_i9(maria, "Approved").await;
+    let far = day("2030-01-01");
+    let dry = retention::dry_run(app.pool(), far).await.unwrap();
+    let i9s: Vec<i64> = dry.i9s.iter().map(|d| d.i9_id).collect();
+    assert_eq!(i9s, vec![done]);
+    assert!(
+        dry.employees.is_empty(),
+        "James keeps an I-9 in progress, Maria is employed: {dry:?}"
+    );
+    sqlx::query("UPDATE i9s SET status = 'Approved' WHERE id = $1")
+        .bind(open)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let dry = retention::dry_run(app.pool(), far).await.unwrap();
+    assert_eq!(dry.i9s.len(), 2);
+    assert_eq!(dry.employees, vec![james]);
+    // A hold on James keeps both I-9s and James.
+    let token = app.token(ADMIN).await;
+    let r = app
+        .post_json(
+            &format!("/v1/employees/{james}/legal-holds"),
+            &token,
+            &json!({"reason": "Litigation matter 2026-114"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let dry = retention::dry_run(app.pool(), far).await.unwrap();
+    assert!(dry.i9s.is_empty() && dry.employees.is_empty(), "{dry:?}");
+    assert_eq!(dry.kept.len(), 2);
+}
+
+/// The dry run and the round name each record past its date that a hold
+/// keeps, with the hold and what it is on; the round's log line counts them
+/// (ids and counts only).
+#[tokio::test]
+async fn what_a_legal_hold_keeps_is_listed_and_counted() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await; // acme-us, terminated
+    let maria = app.employee_id("EMP-1001").await; // acme-us, employed: no date
+    let a = app.insert_i9(james, "Approved").await;
+    let b = app.insert_i9(james, "Completed").await;
+    app.insert_i9(maria, "Approved").await;
+    let entity: i64 = app
+        .count("SELECT legal_entity_id FROM employees WHERE id = $1", james)
+        .await;
+    let hold = |path: String| {
+        let app = &app;
+        let token = &token;
+        async move {
+            let r = app
+                .post_json(&path, token, &json!({"reason": "DOL audit 2027"}))
+                .await;
+            assert_eq!(r.status(), 201);
+            r.json::<Value>().await.unwrap()["id"].as_i64().unwrap()
+        }
+    };
+    let on_james = hold(format!("/v1/employees/{james}/legal-holds")).await;
+    let on_entity = hold(format!("/v1/eins/{entity}/legal-holds")).await;
+    let far = day("2030-01-01");
+    let dry = retention::dry_run(app.pool(), far).await.unwrap();
+    assert!(dry.i9s.is_empty() && dry.employees.is_empty(), "{dry:?}");
+    let kept: Vec<(i64, i64, i64, retention::HoldOn)> = dry
+        .kept
+        .iter()
+        .map(|k| (k.i9_id, k.employee_id, k.hold_id, k.on))
+        .collect();
+    let due = day(JAMES_DUE);
+    assert!(dry.kept.iter().all(|k| k.retention_date == due));
+    assert_eq!(
+        kept,
+        vec![
+            (a, james, on_james, retention::HoldOn::Employee(james)),
+            (a, james, on_entity, retention::HoldOn::LegalEntity(entity)),
+            (b, james, on_james, retention::HoldOn::Employee(james)),
+            (b, james, on_entity, retention::HoldOn::LegalEntity(entity)),
+        ],
+        "each I-9 with each hold that keeps it; Maria's I-9 has no date"
+    );
+    assert_eq!(retention::count_i9s(&dry.kept), 2);
+    // The day before the date: nothing is past it, nothing is listed.
+    let before = retention::dry_run(app.pool(), day("2028-01-12"))
+        .await
+        .unwrap();
+    assert!(before.kept.is_empty(), "{before:?}");
+    // The round: nothing purged, two I-9s kept, and the log line says so.
+    let round = retention::purge_round(app.pool(), far, PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert!(round.i9s.is_empty() && round.employees.is_empty());
+    assert_eq!(round.kept, dry.kept);
+    assert_eq!(
+        round.summary(),
+        "purged 0 I-9s and 0 employees; kept by legal hold: 2"
+    );
+    // One hold lifted: the other still keeps both.
+    let r = delete(&app, &format!("/v1/legal-holds/{on_james}"), &token).await;
+    assert_eq!(r.status(), 200);
+    let round = retention::purge_round(app.pool(), far, PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(round.kept.len(), 2);
+    assert!(round.kept.iter().all(|k| k.hold_id == on_entity));
+    assert_eq!(
+        round.summary(),
+        "purged 0 I-9s and 0 employees; kept by legal hold: 2"
+    );
+    // Both lifted: purged, nothing kept.
+    let r = delete(&app, &format!("/v1/legal-holds/{on_entity}"), &token).await;
+    assert_eq!(r.status(), 200);
+    let round = retention::purge_round(app.pool(), far, PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(
+        round.summary(),
+        "purged 2 I-9s and 1 employees; kept by legal hold: 0"
     );
 }
 
@@ -580,5 +724,380 @@ async fn the_workers_daily_round_purges_on_its_today() {
         .await
         .unwrap();
     assert_eq!(by, "worker");
+    // Stamped on the worker's (moved) today, not the real date: never
+    // before the retention date.
+    let on: NaiveDate = sqlx::query_scalar(
+        "SELECT (purged_at AT TIME ZONE 'UTC')::DATE FROM i9_destructions WHERE i9_id = $1",
+    )
+    .bind(i9)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(on, app.config.today());
+    assert!(on >= day(JAMES_DUE));
     job.abort();
+}
+
+/// The round stamps its own day: on a moved clock (`CLOCK_OFFSET_DAYS`,
+/// `Config::today`) a record never reads as purged before its retention
+/// date, in the I-9, the employee, the destruction record and the 410.
+#[tokio::test]
+async fn a_purge_is_dated_on_the_day_of_its_round() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await;
+    let i9 = app.insert_i9(james, "Approved").await;
+    let today = day("2030-01-01");
+    let round = retention::purge_round(app.pool(), today, PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!((round.i9s.len(), round.employees.len()), (1, 1));
+    for (sql, id) in [
+        (
+            "SELECT (purged_at AT TIME ZONE 'UTC')::DATE FROM i9s WHERE id = $1",
+            i9,
+        ),
+        (
+            "SELECT (purged_at AT TIME ZONE 'UTC')::DATE FROM i9_destructions WHERE i9_id = $1",
+            i9,
+        ),
+        (
+            "SELECT (purged_at AT TIME ZONE 'UTC')::DATE FROM employees WHERE id = $1",
+            james,
+        ),
+    ] {
+        let on: NaiveDate = sqlx::query_scalar(sql)
+            .bind(id)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+        assert_eq!(on, today, "{sql}");
+    }
+    // One stamp for the round: the I-9 and its destruction record agree.
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM i9s i JOIN i9_destructions d ON d.i9_id = i.id
+             WHERE i.id = $1 AND i.purged_at = d.purged_at",
+            i9
+        )
+        .await,
+        1
+    );
+    for path in [format!("/v1/i9s/{i9}"), format!("/v1/employees/{james}")] {
+        let r = app.get(&path, &token).await;
+        assert_eq!(r.status(), 410);
+        let body: Value = r.json().await.unwrap();
+        let detail = body["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("purged on 2030-01-01") && detail.contains(JAMES_DUE),
+            "{detail}"
+        );
+    }
+}
+
+/// Supplement A's preparers and Supplement B's entries are personal data of
+/// their I-9 (`I9_PERSONAL_TABLES`): deleted by its purge, those of another
+/// I-9 left alone.
+#[tokio::test]
+async fn a_purge_deletes_the_i9s_preparers_and_supplement_b_entries() {
+    let app = spawn_app().await;
+    let james = app.employee_id("EMP-1002").await;
+    let maria = app.employee_id("EMP-1001").await; // employed: kept
+    let purged = app.insert_i9(james, "Approved").await;
+    let kept = app.insert_i9(maria, "Approved").await;
+    for i9 in [purged, kept] {
+        for position in [1_i16, 2] {
+            sqlx::query(
+                "INSERT INTO i9_preparers (i9_id, position, last_name, first_name, address, city,
+                                           state, zip, signature, signed_date)
+                 VALUES ($1, $2, 'Tran', 'Linh', '1 Main St', 'Seattle', 'WA', '98101',
+                         'Linh Tran', DATE '2025-01-10')",
+            )
+            .bind(i9)
+            .bind(position)
+            .execute(app.pool())
+            .await
+            .unwrap();
+        }
+        sqlx::query(
+            "INSERT INTO i9_supplement_b (i9_id, kind, rehire_date, new_last_name,
+                                          employer_name, employer_signature, signed_on)
+             VALUES ($1, 'rehire', DATE '2025-06-01', 'Chen-Li', 'Ada Park', 'Ada Park',
+                     DATE '2025-06-01')",
+        )
+        .bind(i9)
+        .execute(app.pool())
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO i9_supplement_b (i9_id, kind, document_list, document_title,
+                                          document_issuer, document_number, employer_name,
+                                          employer_signature, signed_on)
+             VALUES ($1, 'reverification', 'A', 'Employment Authorization Document',
+                     'USCIS', $2, 'Ada Park', 'Ada Park', DATE '2025-07-01')",
+        )
+        .bind(i9)
+        .bind("EAD0000001")
+        .execute(app.pool())
+        .await
+        .unwrap();
+    }
+    let rows = |table: &'static str| {
+        let pool = app.pool().clone();
+        async move {
+            // A constant table name; the ids bound.
+            let per_i9: Vec<i64> = sqlx::query_scalar(&format!(
+                "SELECT count(t.i9_id) FROM unnest($1::BIGINT[]) WITH ORDINALITY AS x(id, n)
+                 LEFT JOIN {table} t ON t.i9_id = x.id GROUP BY x.n ORDER BY x.n"
+            ))
+            .bind(vec![purged, kept])
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+            per_i9
+        }
+    };
+    assert_eq!(rows("i9_preparers").await, [2, 2]);
+    assert_eq!(rows("i9_supplement_b").await, [2, 2]);
+    let round = retention::purge_round(app.pool(), day("2030-01-01"), PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(round.i9s.len(), 1);
+    assert_eq!(round.i9s[0].i9_id, purged);
+    assert_eq!(rows("i9_preparers").await, [0, 2]);
+    assert_eq!(rows("i9_supplement_b").await, [0, 2]);
+    // And I9_PERSONAL_TABLES names exactly those, with the Section 1 links.
+    assert_eq!(
+        retention::I9_PERSONAL_TABLES,
+        ["i9_requests", "i9_preparers", "i9_supplement_b"]
+    );
+}
+
+/// A replay (same `Idempotency-Key`) of a create whose employee was purged
+/// since answers 410 as the employee does, and writes nothing.
+#[tokio::test]
+async fn a_replayed_create_of_a_purged_employee_is_gone() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let body = json!({"firstName": "Ana", "lastName": "Diaz", "locationId": 3,
+                      "startDate": "2026-11-05", "createI9": "yes",
+                      "emailAddress": "ana.diaz@mail.example"});
+    let send = || {
+        app.http
+            .post(app.url("/v1/employees"))
+            .bearer_auth(&token)
+            .header("idempotency-key", "hire-ana")
+            .json(&body)
+            .send()
+    };
+    let first = send().await.unwrap();
+    assert_eq!(first.status(), 201);
+    let ana = first.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+    purge_after_section1(&app, &token, ana).await;
+    let footprint = counts(&app).await;
+    let again = send().await.unwrap();
+    assert_gone(again).await;
+    assert_eq!(counts(&app).await, footprint, "nothing written");
+}
+
+/// The same for the partner operation's replay.
+#[tokio::test]
+async fn a_replayed_partner_call_of_a_purged_employee_is_gone() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let partner = crate::partners::partner_token(&app).await;
+    let send = || {
+        app.http
+            .post(app.url("/v1/partners/i9s/section1"))
+            .bearer_auth(&partner)
+            .header("idempotency-key", "ats-req-9")
+            .json(&crate::partners::candidate("cand-9"))
+            .send()
+    };
+    let first = send().await.unwrap();
+    assert_eq!(first.status(), 201);
+    let ana = first.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
+    purge_after_section1(&app, &admin, ana).await;
+    let footprint = counts(&app).await;
+    let again = send().await.unwrap();
+    assert_gone(again).await;
+    assert_eq!(counts(&app).await, footprint, "nothing written");
+}
+
+/// Employees, I-9s, I-9 requests and idempotency records.
+async fn counts(app: &TestApp) -> (i64, i64, i64, i64) {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM employees), (SELECT count(*) FROM i9s),
+                (SELECT count(*) FROM i9_requests), (SELECT count(*) FROM idempotency_keys)",
+    )
+    .fetch_one(app.pool())
+    .await
+    .unwrap()
+}
+
+/// The I-9 that `employee`'s Section 1 link started (the worker's part, done
+/// here), approved, the employee terminated, and both purged.
+async fn purge_after_section1(app: &TestApp, token: &str, employee: i64) {
+    let i9 = app.insert_i9(employee, "Approved").await;
+    sqlx::query("UPDATE i9_requests SET i9_id = $2 WHERE employee_id = $1")
+        .bind(employee)
+        .bind(i9)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    patch(
+        app,
+        token,
+        employee,
+        json!({"terminatedDate": "2026-12-31"}),
+    )
+    .await;
+    let round = retention::purge_round(app.pool(), day("2030-01-01"), PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(round.employees, vec![employee]);
+}
+
+async fn assert_gone(r: reqwest::Response) {
+    assert_eq!(r.status(), 410);
+    assert_eq!(r.headers()["content-type"], "application/problem+json");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["type"], "/problems/purged");
+    assert!(
+        body["detail"].as_str().unwrap().contains("purged on"),
+        "{body}"
+    );
+}
+
+/// `GET /v1/legal-holds/{id}` (the hold's `self` link), with the employees
+/// the hold covers counted when answered.
+#[tokio::test]
+async fn a_hold_is_read_at_its_self_link_with_the_employees_it_covers() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await; // acme-us
+    let i9 = app.insert_i9(james, "Approved").await;
+    let entity: i64 = app
+        .count("SELECT legal_entity_id FROM employees WHERE id = $1", james)
+        .await;
+    let r = app
+        .post_json(
+            &format!("/v1/eins/{entity}/legal-holds"),
+            &token,
+            &json!({"reason": "DOL audit 2027"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let location = r.headers()["location"].to_str().unwrap().to_owned();
+    let hold: Value = r.json().await.unwrap();
+    // Maria and James: the fixture's employees of acme-us.
+    assert_eq!(hold["employeesCovered"], 2);
+    let this = i9_tests::link(&hold, "self").unwrap();
+    assert_eq!(this, location);
+    let read = app.get_json(&this, &token).await;
+    assert_eq!(read, hold, "the self link answers the hold");
+    // An employee of no legal entity is not one of them; one of acme-us is.
+    app.insert_employee("Noel", "Entityless", "Seattle Office", None)
+        .await;
+    let joined = app
+        .insert_employee("Jo", "Joined", "Seattle Office", None)
+        .await;
+    sqlx::query("UPDATE employees SET legal_entity_id = $2 WHERE id = $1")
+        .bind(joined)
+        .bind(entity)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(app.get_json(&this, &token).await["employeesCovered"], 3);
+    // On an employee: that one.
+    let r = app
+        .post_json(
+            &format!("/v1/employees/{james}/legal-holds"),
+            &token,
+            &json!({"reason": "Litigation matter 2026-114"}),
+        )
+        .await;
+    let on_james: Value = r.json().await.unwrap();
+    assert_eq!(on_james["employeesCovered"], 1);
+    let listed = app.get_json("/v1/legal-holds", &token).await;
+    let covered: Vec<&Value> = listed["searchResult"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| &h["employeesCovered"])
+        .collect();
+    assert_eq!(covered, [&json!(1), &json!(3)], "newest first");
+    // Lifted: still read at its link; James purged, the counts follow.
+    for h in [&hold, &on_james] {
+        let r = delete(&app, &format!("/v1/legal-holds/{}", h["id"]), &token).await;
+        assert_eq!(r.status(), 200);
+    }
+    let round = retention::purge_round(app.pool(), day("2030-01-01"), PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(round.i9s[0].i9_id, i9);
+    let read = app.get_json(&this, &token).await;
+    assert_eq!(
+        (read["active"].clone(), read["employeesCovered"].clone()),
+        (json!(false), json!(2))
+    );
+    let read = app
+        .get_json(&format!("/v1/legal-holds/{}", on_james["id"]), &token)
+        .await;
+    assert_eq!(read["employeesCovered"], 0);
+    // As the list: permission 5; no such hold, 404.
+    let viewer = app.token(BOSTON_VIEWER).await;
+    assert_eq!(app.get(&this, &viewer).await.status(), 403);
+    assert_eq!(
+        app.get("/v1/legal-holds/999999", &token).await.status(),
+        404
+    );
+    assert_eq!(app.get("/v1/legal-holds/x", &token).await.status(), 404);
+}
+
+/// A hold on a legal entity keeps the I-9s of the employees whose legal
+/// entity it is (an I-9 has no legal entity of its own: it is its
+/// employee's); an employee of no legal entity is not covered.
+#[tokio::test]
+async fn a_legal_entity_hold_covers_exactly_the_employees_of_that_entity() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await; // acme-us
+    let entity: i64 = app
+        .count("SELECT legal_entity_id FROM employees WHERE id = $1", james)
+        .await;
+    let none = app
+        .insert_employee("Noel", "Entityless", "Seattle Office", None)
+        .await;
+    let moved = app
+        .insert_employee("Jo", "Joined", "Seattle Office", None)
+        .await;
+    sqlx::query("UPDATE employees SET legal_entity_id = $2 WHERE id = $1")
+        .bind(moved)
+        .bind(entity)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let mut i9s = Vec::new();
+    for e in [james, none, moved] {
+        i9s.push(app.insert_i9(e, "Approved").await);
+        if e != james {
+            patch(&app, &token, e, json!({"terminatedDate": "2026-11-30"})).await;
+        }
+    }
+    let r = app
+        .post_json(
+            &format!("/v1/eins/{entity}/legal-holds"),
+            &token,
+            &json!({"reason": "DOL audit 2027"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let round = retention::purge_round(app.pool(), day("2030-01-01"), PurgedBy::Worker)
+        .await
+        .unwrap();
+    let purged: Vec<i64> = round.i9s.iter().map(|d| d.i9_id).collect();
+    assert_eq!(purged, vec![i9s[1]], "only the I-9 of no legal entity");
+    let kept: Vec<i64> = round.kept.iter().map(|k| k.i9_id).collect();
+    assert_eq!(kept, vec![i9s[0], i9s[2]]);
 }

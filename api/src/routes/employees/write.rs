@@ -50,6 +50,7 @@ use crate::{
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Missing scope or permission, or a group the caller cannot see", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "profileId or SSN held by another employee (named only when the caller may see it)", body = Problem, content_type = "application/problem+json"),
+        (status = 410, description = "A replay (same `Idempotency-Key`) of a create whose employee was purged since (docs/retention.md)", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Writes of SSNs ending in the same four digits by a caller without permission 12 wait; see Retry-After (docs/api.md, \"Social security numbers\")", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
     ),
@@ -182,8 +183,9 @@ pub async fn create(
 }
 
 /// The answer to a repeated create: the employee as GET shows it to the
-/// caller now (404 if it no longer may see it), with the Section 1 link that
-/// the first answer carried.
+/// caller now (404 if it no longer may see it, 410 if it was purged since,
+/// as `GET /v1/employees/{id}` answers: docs/retention.md), with the
+/// Section 1 link that the first answer carried.
 async fn replay_create(
     state: &AppState,
     caller: &Caller,
@@ -200,6 +202,10 @@ async fn replay_create(
     )
     .await?
     .ok_or(ApiError::NotFound)?;
+    // Purged since: its Section 1 link went with it (docs/retention.md).
+    if let Some(d) = retention::employee_destruction(&mut *conn, rec.id).await? {
+        return Err(super::super::legal_holds::gone("employee", Some(d)));
+    }
     if let Some(request) = replay.outcome.section1_request {
         rec.i9_form_section1_link = Some(section1_link(&mut conn, state, request).await?);
     }
