@@ -20,7 +20,10 @@ use i9_common::{
         signature::signs_as,
         Field, FromJson, Invalid, Permission, Required, Scope,
     },
-    models::i9::{self as lifecycle, Document, Documents, Employer, Section2 as Section2Input},
+    models::{
+        i9::{self as lifecycle, Document, Documents, Employer, Section2 as Section2Input},
+        supplement_b::missing_expiration,
+    },
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -621,6 +624,14 @@ impl Section2 {
                     "receipt",
                     "A receipt is valid 90 days from the date of hire; give no expiration.",
                 );
+            }
+        }
+        // An EAD or a temporary I-551 without its expiration would never be
+        // reverified (docs/reverification.md, "Reverification").
+        if let Some(first) = a1.as_ref().and_then(Option::as_ref) {
+            let receipt = receipts.iter().any(|(doc, r)| *doc == "listA1Doc" && *r);
+            if let Some(message) = missing_expiration(&first.title, first.expiration, receipt) {
+                rule(&mut p, "listA1DocExpiration", "required", &message);
             }
         }
         let receipt = receipts.iter().any(|(_, r)| *r);

@@ -18,7 +18,8 @@ use i9_common::{
         Field, FromJson, Invalid, Permission, Required, Scope,
     },
     models::supplement_b::{
-        self as model, DocumentList, Kind, NewName, Presented, Recorded, Reverification, Signed,
+        self as model, missing_expiration, DocumentList, Kind, NewName, Presented, Recorded,
+        Reverification, Signed,
     },
 };
 use serde::{Deserialize, Serialize};
@@ -38,22 +39,31 @@ use crate::{
     state::AppState,
 };
 
-/// The document presented for Supplement B: a List A or a List C title. A
-/// List B title (identity only) is refused by name (`list_b`).
+/// The document presented for Supplement B: a List A or a List C title; a
+/// List B title only as the replacement of a List B document shown as a
+/// receipt in Section 2 (`receipt-update`). Elsewhere a List B title is
+/// refused by name (`list_b`, [`SupplementB::check`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SupplementBTitle {
     A(ListA),
+    B(ListB),
     C(ListC),
 }
 
 impl SupplementBTitle {
     fn titles() -> Vec<&'static str> {
-        ListA::TITLES.iter().chain(ListC::TITLES).copied().collect()
+        ListA::TITLES
+            .iter()
+            .chain(ListB::TITLES)
+            .chain(ListC::TITLES)
+            .copied()
+            .collect()
     }
 
     fn list(self) -> DocumentList {
         match self {
             Self::A(_) => DocumentList::A,
+            Self::B(_) => DocumentList::B,
             Self::C(_) => DocumentList::C,
         }
     }
@@ -61,6 +71,7 @@ impl SupplementBTitle {
     fn title(self) -> &'static str {
         match self {
             Self::A(a) => a.title(),
+            Self::B(b) => b.title(),
             Self::C(c) => c.title(),
         }
     }
@@ -71,15 +82,13 @@ impl FromJson for SupplementBTitle {
         if let Ok(a) = ListA::from_json(value) {
             return Ok(Self::A(a));
         }
+        // List C before List B: a title on both (Native American Tribal
+        // Document) is the List C document, the one that reverifies.
         if let Ok(c) = ListC::from_json(value) {
             return Ok(Self::C(c));
         }
-        if ListB::from_json(value).is_ok() {
-            return Err(Invalid::new(
-                "list_b",
-                "A List B document proves identity only: it is never used to reverify. \
-                 Present a List A or a List C document.",
-            ));
+        if let Ok(b) = ListB::from_json(value) {
+            return Ok(Self::B(b));
         }
         if !value.is_string() {
             return Err(Invalid::new("invalid_type", "Must be a string."));
@@ -87,7 +96,7 @@ impl FromJson for SupplementBTitle {
         Err(Invalid::new(
             "invalid_value",
             format!(
-                "Not a List A or List C document. Accepted (in any letter case): {}.",
+                "Not a document of Form I-9's lists. Accepted (in any letter case): {}.",
                 Self::titles().join("; ")
             ),
         ))
@@ -194,12 +203,26 @@ impl SupplementB {
                 .optional("newMiddleInitial", self.new_middle_initial)
                 .map(Text::into_string),
         };
-        let title = p.required("documentTitle", self.document_title);
+        let title = match p.required("documentTitle", self.document_title) {
+            Some(SupplementBTitle::B(_)) if kind != Kind::ReceiptUpdate => {
+                p.push(
+                    "documentTitle",
+                    Invalid::new(
+                        "list_b",
+                        "A List B document proves identity only: it is never used to reverify. \
+                         Present a List A or a List C document.",
+                    ),
+                );
+                None
+            }
+            title => title,
+        };
         let issuer = p.optional("documentIssuer", self.document_issuer);
         let number = p.required("documentNumber", self.document_number);
         let receipt = p
             .optional("documentReceipt", self.document_receipt)
             .unwrap_or(false);
+        let given = !matches!(self.document_expiration, Field::Absent | Field::Null);
         let expiration = match p.optional("documentExpiration", self.document_expiration) {
             Some(CalendarDate(d)) if d < today => {
                 p.push(
@@ -213,13 +236,19 @@ impl SupplementB {
                     "documentExpiration",
                     Invalid::new(
                         "receipt",
-                        "A receipt is valid 90 days from today; give the expiration with the real document.",
+                        "A receipt is valid 90 days; give the expiration with the real document.",
                     ),
                 );
                 None
             }
             d => d.map(|d| d.0),
         };
+        if let Some(message) = title
+            .filter(|_| !given)
+            .and_then(|t| missing_expiration(t.title(), None, receipt))
+        {
+            p.push("documentExpiration", Invalid::new("required", message));
+        }
         if receipt && kind == Kind::ReceiptUpdate {
             p.push(
                 "documentReceipt",
@@ -486,7 +515,8 @@ mod tests {
     #[test]
     fn list_a_or_list_c_never_list_b() {
         let a = parse(
-            json!({"documentTitle": "employment authorization document (form i-766)"}),
+            json!({"documentTitle": "employment authorization document (form i-766)",
+                   "documentExpiration": "2099-01-01"}),
             Kind::Reverification,
         )
         .unwrap();
@@ -509,6 +539,22 @@ mod tests {
             .unwrap_err(),
             [("documentTitle".into(), "list_b")]
         );
+        // Only as the replacement of a List B receipt.
+        let b = parse(
+            json!({"documentTitle": "Driver's License"}),
+            Kind::ReceiptUpdate,
+        )
+        .unwrap();
+        assert_eq!(b.document.list, DocumentList::B);
+        // An EAD always has an expiration; a receipt for one has none.
+        let ead = json!({"documentTitle": "Employment Authorization Document (Form I-766)"});
+        assert_eq!(
+            parse(ead.clone(), Kind::Reverification).unwrap_err(),
+            [("documentExpiration".into(), "required")]
+        );
+        let mut receipt = ead;
+        receipt["documentReceipt"] = json!(true);
+        assert!(parse(receipt, Kind::Reverification).is_ok());
     }
 
     #[test]

@@ -749,24 +749,12 @@ impl Documents {
         }
     }
 
-    /// The expiry reverification follows: the (first) List A document's, or
-    /// the List C document's.
-    fn expiry(&self) -> Option<NaiveDate> {
+    /// The document reverification follows: the (first) List A document,
+    /// or the List C document.
+    fn authorizing(&self) -> &Document {
         match self {
-            Self::ListA { first, .. } => first.expiration,
-            Self::ListBAndC { c, .. } => c.expiration,
-        }
-    }
-
-    /// The expiry of a temporary I-551 (a foreign passport with an I-551
-    /// stamp): reverified when it expires, for a permanent resident too
-    /// (docs/reverification.md, "Reverification").
-    fn temporary_i551_expiry(&self) -> Option<NaiveDate> {
-        match self {
-            Self::ListA { first, .. } if first.title == super::supplement_b::TEMPORARY_I551 => {
-                first.expiration
-            }
-            _ => None,
+            Self::ListA { first, .. } => first,
+            Self::ListBAndC { c, .. } => c,
         }
     }
 }
@@ -834,6 +822,29 @@ pub async fn alternative_procedure_allowed<'e>(
     Ok(remote_examination::legal_entity_allows_alternative_procedure(enrollment.as_ref(), on))
 }
 
+/// The I-9's `i9Expiration` once the employment authorization rests on
+/// the document titled `title` expiring on `expiry`, for an employee
+/// attesting `attestation` whose work authorization ends on
+/// `work_authorization` (Section 1's; `None` in Supplement B, where the
+/// document is the newer evidence). One rule for Section 2, a
+/// reverification and a receipt's replacement (docs/reverification.md):
+/// a temporary I-551 is followed to its end, for a permanent resident too;
+/// a document never reverified (U.S. passport, Permanent Resident Card)
+/// brings no date; otherwise [`reverification`].
+pub fn follow_up_expiry(
+    attestation: Option<Attestation>,
+    work_authorization: Option<NaiveDate>,
+    title: &str,
+    expiry: Option<NaiveDate>,
+) -> Option<NaiveDate> {
+    use super::supplement_b::{NEVER_REVERIFIED, TEMPORARY_I551};
+    if title == TEMPORARY_I551 && attestation == Some(Attestation::PermanentResident) {
+        return expiry;
+    }
+    let expiry = expiry.filter(|_| !NEVER_REVERIFIED.contains(&title));
+    reverification(attestation, work_authorization, expiry)
+}
+
 /// When reverification falls due: for an employee reverified at all (an
 /// alien authorized to work, or an attestation not yet known), the earlier
 /// of the work authorization's end and the document's expiry.
@@ -870,15 +881,13 @@ pub async fn record_section2(
             ));
         }
     }
-    let i9_expiration = reverification(
+    let authorizing = s.documents.authorizing();
+    let i9_expiration = follow_up_expiry(
         current.attestation,
         current.work_authorization_expiration,
-        s.documents.expiry(),
-    )
-    .or(s.documents.temporary_i551_expiry().filter(|_| {
-        Attestation::is_reverified(current.attestation)
-            || current.attestation == Some(Attestation::PermanentResident)
-    }));
+        &authorizing.title,
+        authorizing.expiration,
+    );
     // List A 1 to 3, List B, List C: $13 to $32, four columns each.
     let [a1, a2, a3, b, c] = s.documents.columns();
     fn title(d: Option<&Document>) -> Option<&str> {
@@ -1084,7 +1093,7 @@ mod tests {
             a.columns().map(|d| d.is_some()),
             [true, false, false, false, false]
         );
-        assert_eq!(a.expiry(), Some(day(3)));
+        assert_eq!(a.authorizing().title, "U.S. Passport");
         let bc = Documents::ListBAndC {
             b: doc("Driver's License", Some(day(1))),
             c: doc("Social Security Card", None),
@@ -1094,8 +1103,8 @@ mod tests {
             [false, false, false, true, true]
         );
         assert_eq!(
-            bc.expiry(),
-            None,
+            bc.authorizing().title,
+            "Social Security Card",
             "the List B document's expiry does not count"
         );
         let stamp = Documents::ListA {
@@ -1103,8 +1112,57 @@ mod tests {
             second: None,
             third: None,
         };
-        assert_eq!(stamp.temporary_i551_expiry(), Some(day(4)));
-        assert_eq!(a.temporary_i551_expiry(), None);
+        assert_eq!(stamp.authorizing().expiration, Some(day(4)));
+    }
+
+    #[test]
+    fn the_follow_up_date_is_one_rule_for_every_document() {
+        use super::super::supplement_b::TEMPORARY_I551;
+        let alien = Some(Attestation::AlienAuthorizedToWork);
+        let resident = Some(Attestation::PermanentResident);
+        let citizen = Some(Attestation::Citizen);
+        let ead = "Employment Authorization Document (Form I-766)";
+        assert_eq!(
+            follow_up_expiry(alien, Some(day(5)), ead, Some(day(9))),
+            Some(day(5))
+        );
+        assert_eq!(
+            follow_up_expiry(alien, None, ead, Some(day(9))),
+            Some(day(9))
+        );
+        // A temporary I-551 is followed, for a permanent resident too.
+        assert_eq!(
+            follow_up_expiry(resident, None, TEMPORARY_I551, Some(day(4))),
+            Some(day(4))
+        );
+        assert_eq!(
+            follow_up_expiry(None, None, TEMPORARY_I551, Some(day(4))),
+            Some(day(4))
+        );
+        // Never for a citizen, whatever the document; never a document that
+        // is never reverified, whoever shows it.
+        assert_eq!(
+            follow_up_expiry(citizen, None, "U.S. Passport", Some(day(4))),
+            None
+        );
+        assert_eq!(
+            follow_up_expiry(citizen, None, TEMPORARY_I551, Some(day(4))),
+            None
+        );
+        assert_eq!(
+            follow_up_expiry(None, None, "U.S. Passport", Some(day(4))),
+            None
+        );
+        assert_eq!(
+            follow_up_expiry(
+                alien,
+                None,
+                "Permanent Resident Card (Form I-551)",
+                Some(day(4))
+            ),
+            None
+        );
+        assert_eq!(follow_up_expiry(resident, None, ead, Some(day(4))), None);
     }
 
     #[test]

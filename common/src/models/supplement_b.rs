@@ -62,10 +62,13 @@ impl Kind {
     }
 }
 
-/// The list of the document presented: never List B (identity only).
+/// The list of the document presented: List A or C; List B (identity
+/// only) only as the replacement of a List B document shown as a receipt
+/// in Section 2.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DocumentList {
     A,
+    B,
     C,
 }
 
@@ -73,6 +76,7 @@ impl DocumentList {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::A => "A",
+            Self::B => "B",
             Self::C => "C",
         }
     }
@@ -141,6 +145,30 @@ pub const NEVER_REVERIFIED: [&str; 3] = [
     "U.S. Passport Card",
     "Permanent Resident Card (Form I-551)",
 ];
+
+/// The List A titles that always carry an expiration date, the date
+/// reverification falls due: an EAD ("Card Expires") and the temporary
+/// I-551 stamp. Recorded without one (and not as a receipt), an I-9 would
+/// never be followed up: Section 2 and Supplement B require it
+/// (docs/reverification.md, "Reverification").
+pub const ALWAYS_EXPIRE: [&str; 2] = [
+    "Employment Authorization Document (Form I-766)",
+    TEMPORARY_I551,
+];
+
+/// Why a document titled `title`, given `expiration` and whether it is a
+/// receipt, needs its expiration: the message of a `required`, or `None`.
+pub fn missing_expiration(
+    title: &str,
+    expiration: Option<NaiveDate>,
+    receipt: bool,
+) -> Option<String> {
+    (expiration.is_none() && !receipt && ALWAYS_EXPIRE.contains(&title)).then(|| {
+        format!(
+            "A {title} always has an expiration date: give it (reverification falls due on it)."
+        )
+    })
+}
 
 /// The temporary evidence of permanent residence that IS reverified when
 /// its stamp expires (M-274 7.1, "Temporary Form I-551 Requires
@@ -222,8 +250,12 @@ struct Current {
     attestation: Option<Attestation>,
     i9_expiration: Option<NaiveDate>,
     receipt_due_date: Option<NaiveDate>,
-    /// The latest Supplement B document, else Section 2's List A or C.
+    /// The latest Supplement B document of List A or C, else Section 2's
+    /// List A or C.
     document: Option<String>,
+    /// The pending receipt was recorded in Supplement B (a reverification
+    /// with a receipt, for a List A or C document), not in Section 2.
+    receipt_in_supplement_b: bool,
 }
 
 async fn lock(conn: &mut PgConnection, id: i64) -> Result<Current, WriteError> {
@@ -233,8 +265,12 @@ async fn lock(conn: &mut PgConnection, id: i64) -> Result<Current, WriteError> {
                   i.i9_expiration, i.receipt_due_date,
                   COALESCE((SELECT s.document_title FROM i9_supplement_b s
                             WHERE s.i9_id = i.id AND s.document_title IS NOT NULL
+                              AND s.document_list <> 'B'
                             ORDER BY s.id DESC LIMIT 1),
-                           i.list_a1_doc_title, i.list_c_doc_title) AS document
+                           i.list_a1_doc_title, i.list_c_doc_title) AS document,
+                  EXISTS (SELECT 1 FROM i9_supplement_b s
+                          WHERE s.i9_id = i.id AND s.receipt
+                            AND s.receipt_due_date = i.receipt_due_date) AS "receipt_in_supplement_b!"
            FROM i9s i WHERE i.id = $1 FOR UPDATE"#,
         id,
     )
@@ -295,11 +331,25 @@ pub async fn reverify(
                         " When its document expires, record a reverification with \
                          POST /v1/i9s/{id}/reverify."
                     ),
-                    Some(why) => format!(" Nor is it reverified: {}", why.message),
+                    Some(why) => {
+                        let mut why = why.message;
+                        if let Some(first) = why.get_mut(0..1) {
+                            first.make_ascii_lowercase();
+                        }
+                        format!(" Nor is it reverified: {why}")
+                    }
                 };
                 return Err(WriteError::Conflict(format!(
                     "No receipt is pending on this I-9: there is nothing to update.{instead}"
                 )));
+            }
+            if r.document.list == DocumentList::B && current.receipt_in_supplement_b {
+                errors.push(FieldError::new(
+                    "documentTitle",
+                    "list_b",
+                    "The receipt pending was recorded in Supplement B, for a List A or List C \
+                     document: its replacement is a List A or List C document.",
+                ));
             }
         }
         _ => {
@@ -327,12 +377,21 @@ pub async fn reverify(
     // early or late it is recorded; meanwhile no document expiry is known,
     // and the I-9's deadline is the receipt's (docs/reverification.md,
     // "Receipts"). `exemption` refused an I-9 with no expiry above.
+    // The real document replacing a List B receipt proves identity only:
+    // the I-9's reverification date stays as it was. A List A or C
+    // document sets it by the one rule of Section 2 (`i9::follow_up_expiry`):
+    // never for a citizen, a permanent resident (but a temporary I-551) or
+    // a document never reverified.
     let d = &r.document;
     let (i9_expiration, receipt_due_date) = if d.receipt {
         let expired = current.i9_expiration.unwrap_or(r.signed.signed_on);
         (None, Some(receipt_due(expired)))
+    } else if d.list == DocumentList::B {
+        (current.i9_expiration, None)
     } else {
-        (d.expiration, None)
+        let follows =
+            super::i9::follow_up_expiry(current.attestation, None, &d.title, d.expiration);
+        (follows, None)
     };
     insert(
         conn,

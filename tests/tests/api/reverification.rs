@@ -742,3 +742,174 @@ async fn the_partner_operation_rehires_on_supplement_b() {
     assert_eq!(answer(replayed, 201).await, again);
     assert_eq!(entries(&app, i9).await, 1);
 }
+
+/// A Section 2 List B receipt (a lost driver's license) on a citizen's I-9:
+/// the replacement is a List B document, recorded by `receipt-update`; it
+/// leaves the I-9 without a reverification date, as a U.S. passport would.
+#[tokio::test]
+async fn the_replacement_of_a_list_b_receipt_closes_it_and_a_citizen_gets_no_reverification_date() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let maria = app.employee_id("EMP-1001").await;
+    let section2 = |body: Value| {
+        let app = &app;
+        let token = &token;
+        async move {
+            let i9 = app.insert_i9(maria, "Signed Sec 1").await;
+            sqlx::query(
+                "UPDATE i9s SET start_date = DATE '2026-10-05', attestation = 'citizen' WHERE id = $1",
+            )
+            .bind(i9)
+            .execute(app.pool())
+            .await
+            .unwrap();
+            answer(
+                app.post_json(&format!("/v1/i9s/{i9}/section2"), token, &body)
+                    .await,
+                200,
+            )
+            .await;
+            answer(
+                app.post_json(&format!("/v1/i9s/{i9}/complete"), token, &json!({}))
+                    .await,
+                200,
+            )
+            .await;
+            i9
+        }
+    };
+    let signer = json!({"employerFirstName": "Wes", "employerLastName": "Turner",
+                        "employerTitle": "HR Manager", "employerBusiness": "Acme",
+                        "employerSignature": "Wes Turner"});
+    let with = |docs: Value| {
+        let mut b = signer.clone();
+        b.as_object_mut()
+            .unwrap()
+            .extend(docs.as_object().unwrap().clone());
+        b
+    };
+
+    // The lost license: a List B receipt.
+    let i9 = section2(with(json!({
+        "listBDocTitle": "Driver's License", "listBDocIssuer": "Oregon DMV", "listBDocNumber": "receipt",
+        "listBDocReceipt": true,
+        "listCDocTitle": "Social Security Card", "listCDocIssuer": "SSA", "listCDocNumber": "123"
+    })))
+    .await;
+    // Its replacement, a List B document: accepted here (only here).
+    let mut license = reverification("Driver's License", Some("2031-05-01"));
+    let rec = answer(
+        app.post_json(&format!("/v1/i9s/{i9}/receipt-update"), &token, &license)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(rec["receiptDueDate"], Value::Null);
+    assert_eq!(
+        rec["i9Expiration"],
+        Value::Null,
+        "a license is not reverified"
+    );
+    assert_eq!(rec["supplementB"][0]["documentList"], "B");
+    assert_eq!(entries(&app, i9).await, 1);
+    // It never reverifies.
+    let p = answer(reverify(&app, &token, i9, &license).await, 422).await;
+    assert_eq!(codes(&p), [("documentTitle".into(), "list_b".into())]);
+
+    // A lost passport: the replacement U.S. passport brings no
+    // reverification date for a citizen (Section 2's rule).
+    let i9 = section2(with(json!({
+        "listA1DocTitle": "U.S. Passport", "listA1DocIssuer": "U.S. Department of State",
+        "listA1DocNumber": "receipt", "listA1DocReceipt": true
+    })))
+    .await;
+    let passport = reverification("U.S. Passport", Some("2035-01-01"));
+    let rec = answer(
+        app.post_json(&format!("/v1/i9s/{i9}/receipt-update"), &token, &passport)
+            .await,
+        200,
+    )
+    .await;
+    assert_eq!(rec["receiptDueDate"], Value::Null);
+    assert_eq!(rec["i9Expiration"], Value::Null);
+    let queued = app
+        .get_json("/v1/i9s?queue=reverification&withinDays=3650", &token)
+        .await;
+    assert!(!i9_tests::ids(&queued).contains(&i9), "{queued}");
+
+    // A receipt recorded in Supplement B (for an EAD) is replaced by a List
+    // A or C document, not a List B one.
+    let ead = completed(
+        &app,
+        maria,
+        Some("alien authorized to work"),
+        EAD,
+        Some("2026-12-31"),
+        "2026-10-05",
+    )
+    .await;
+    let mut receipt = reverification(EAD, None);
+    receipt["documentReceipt"] = json!(true);
+    answer(reverify(&app, &token, ead, &receipt).await, 200).await;
+    license["documentExpiration"] = json!("2031-05-01");
+    let p = answer(
+        app.post_json(&format!("/v1/i9s/{ead}/receipt-update"), &token, &license)
+            .await,
+        422,
+    )
+    .await;
+    assert_eq!(codes(&p), [("documentTitle".into(), "list_b".into())]);
+    assert_eq!(entries(&app, ead).await, 1);
+}
+
+/// An EAD always has an expiration date: without one (and not a receipt)
+/// the I-9 would never be reverified, so Section 2 and Supplement B ask for
+/// it.
+#[tokio::test]
+async fn an_ead_without_its_expiration_is_refused_in_section_2_and_supplement_b() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let maria = app.employee_id("EMP-1001").await;
+    let open = app.insert_i9(maria, "Signed Sec 1").await;
+    let body = json!({
+        "listA1DocTitle": EAD, "listA1DocIssuer": "USCIS", "listA1DocNumber": "E1",
+        "employerFirstName": "Wes", "employerLastName": "Turner", "employerTitle": "HR Manager",
+        "employerBusiness": "Acme", "employerSignature": "Wes Turner"
+    });
+    let p = answer(
+        app.post_json(&format!("/v1/i9s/{open}/section2"), &token, &body)
+            .await,
+        422,
+    )
+    .await;
+    assert_eq!(
+        codes(&p),
+        [("listA1DocExpiration".into(), "required".into())]
+    );
+    let status: String = sqlx::query_scalar("SELECT status FROM i9s WHERE id = $1")
+        .bind(open)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    assert_eq!(status, "Signed Sec 1", "nothing written");
+
+    let i9 = completed(
+        &app,
+        maria,
+        Some("alien authorized to work"),
+        EAD,
+        Some("2026-12-31"),
+        "2026-10-05",
+    )
+    .await;
+    let p = answer(
+        reverify(&app, &token, i9, &reverification(EAD, None)).await,
+        422,
+    )
+    .await;
+    assert_eq!(
+        codes(&p),
+        [("documentExpiration".into(), "required".into())]
+    );
+    assert_eq!(entries(&app, i9).await, 0);
+}

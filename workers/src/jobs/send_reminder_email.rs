@@ -86,6 +86,7 @@ async fn send(ctx: &Context, job_id: Uuid, reminder_id: i64, recipient: u8) -> J
         &r,
         &ctx.config.public_base_url,
         ctx.config.today(),
+        ctx.config.reminder_thresholds.widest(),
         to,
         job_id,
     )?;
@@ -133,6 +134,7 @@ fn compose(
     r: &Reminder,
     base_url: &str,
     today: NaiveDate,
+    within_days: u16,
     to: String,
     job_id: Uuid,
 ) -> Result<Email, JobError> {
@@ -156,6 +158,7 @@ fn compose(
         i9_id: r.i9_id,
         api: base_url,
         step,
+        within_days,
         employer: r.employer.as_deref().unwrap_or("Your organization"),
     };
     let what = if receipt {
@@ -201,6 +204,8 @@ struct ReminderText<'a> {
     api: &'a str,
     /// `reverify` or `receipt-update`: the step that records what is due.
     step: &'a str,
+    /// The widest reminder threshold: the dashboard's `withinDays`.
+    within_days: u16,
     /// The legal entity's name, or "Your organization".
     employer: &'a str,
 }
@@ -262,6 +267,7 @@ mod tests {
             r,
             "https://i9.example",
             day("2030-01-01"),
+            90,
             "hr@acme.example".into(),
             Uuid::nil(),
         )
@@ -290,7 +296,7 @@ mod tests {
              Through the API (with your HR system's token):\n  \
              GET https://i9.example/v1/i9s/9 shows the I-9\n  \
              POST https://i9.example/v1/i9s/9/reverify records the reverification\n  \
-             GET https://i9.example/v1/i9s?queue=expiring lists everything due soon\n\n\
+             GET https://i9.example/v1/i9s?queue=expiring&withinDays=90 lists everything due within 90 days\n\n\
              Acme & Sons lists this address to be notified about this employee."
         );
         assert!(
