@@ -205,7 +205,7 @@ pub struct I9Filters {
     /// Section 2 not recorded by `dateDue`; the longest overdue first), `reverification`
     /// (`i9Expiration` at most `withinDays` days from today, passed ones included, not `Parked`,
     /// not of a terminated employee; by `i9Expiration`), `receipt` (the same by `receiptDueDate`:
-    /// a receipt's replacement due), `expiring` (either date, by `dueDate`; docs/reminders.md).
+    /// a receipt's replacement due), `expiring` (either date, by `documentDueDate`; docs/reminders.md).
     /// Any case; combines with the other filters.
     #[param(inline)]
     queue: Option<QueueName>,
@@ -237,10 +237,13 @@ pub struct I9Summary {
     /// and orders it (docs/api.md, "Work queues").
     pub i9_expiration: Option<NaiveDate>,
     /// The next document due (docs/reminders.md): the earlier of `i9Expiration` and the
-    /// receipt due date; `null` when neither is set. Orders `queue=expiring`.
+    /// receipt due date; `null` when neither is set. Orders `queue=expiring`. Named apart from
+    /// `dateDue`, Section 2's deadline.
+    #[serde(rename = "documentDueDate")]
     pub due_date: Option<NaiveDate>,
-    /// What is due by `dueDate`: `reverification` (`i9Expiration`) or `receipt` (a receipt's
-    /// replacement; reverification when both fall the same day); `null` with `dueDate`.
+    /// What is due by `documentDueDate`: `reverification` (`i9Expiration`) or `receipt` (a
+    /// receipt's replacement; reverification when both fall the same day); `null` with it.
+    #[serde(rename = "documentDueKind")]
     pub due_kind: Option<DueKind>,
 }
 
@@ -757,7 +760,7 @@ impl crate::list::CsvColumns for I9Summary {
         "startDate",
         "employeeId",
         "i9Expiration",
-        "dueDate",
-        "dueKind",
+        "documentDueDate",
+        "documentDueKind",
     ];
 }

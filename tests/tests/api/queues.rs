@@ -66,8 +66,8 @@ async fn i9_status_filters_the_list_and_items_carry_the_status() {
         keys,
         [
             "dateDue",
-            "dueDate",
-            "dueKind",
+            "documentDueDate",
+            "documentDueKind",
             "emailAddress",
             "employeeId",
             "firstName",
@@ -585,8 +585,8 @@ async fn csv_exports_the_whole_queue_with_neutralised_formulas_and_masked_number
             "startDate",
             "employeeId",
             "i9Expiration",
-            "dueDate",
-            "dueKind"
+            "documentDueDate",
+            "documentDueKind"
         ]
     );
     assert_eq!(rows.len(), 61, "a header and 60 rows");

@@ -398,8 +398,8 @@ async fn every_resource_has_the_fields_and_types_of_the_specification() {
             ("employeeId", T::Int),
             ("i9Expiration", T::Date),
             // Expiring-document reminders (docs/reminders.md).
-            ("dueDate", T::Date),
-            ("dueKind", T::OptStr),
+            ("documentDueDate", T::Date),
+            ("documentDueKind", T::OptStr),
         ],
     );
     let record = app.get_json(&format!("/v1/i9s/{i9}"), &token).await;

@@ -334,7 +334,7 @@ async fn receipt_dates_are_reminded_apart_and_listed_with_their_kind() {
         .await;
     assert_eq!(ids(&expiring), [receipt, both]);
     let items = expiring["searchResult"].as_array().unwrap();
-    let due = |i: &Value| (i["dueDate"].clone(), i["dueKind"].clone());
+    let due = |i: &Value| (i["documentDueDate"].clone(), i["documentDueKind"].clone());
     assert_eq!(
         due(&items[0]),
         (
