@@ -305,6 +305,11 @@ pub struct I9Record {
     pub address_state: Option<String>,
     pub address_zip: Option<String>,
     pub work_authorization: Option<String>,
+    /// The date the employee's work authorization expires, as attested in
+    /// Section 1 by a noncitizen authorized to work; `null` when none was
+    /// given (`N/A`, or another attestation). Section 2 compares the
+    /// documents with it; `i9Expiration` follows from both.
+    pub work_authorization_expiration: Option<NaiveDate>,
     pub alien_number: Option<String>,
     pub admission_number: Option<String>,
     pub foreign_passport_number: Option<String>,
@@ -433,6 +438,7 @@ struct I9Row {
     address_state: Option<String>,
     address_zip: Option<String>,
     work_authorization: Option<String>,
+    work_authorization_expiration: Option<NaiveDate>,
     alien_number: Option<String>,
     admission_number: Option<String>,
     foreign_passport_number: Option<String>,
@@ -517,6 +523,7 @@ impl From<I9Row> for I9Record {
             address_state: r.address_state,
             address_zip: r.address_zip,
             work_authorization: r.work_authorization,
+            work_authorization_expiration: r.work_authorization_expiration,
             alien_number: r.alien_number,
             admission_number: r.admission_number,
             foreign_passport_number: r.foreign_passport_number,
@@ -658,7 +665,8 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Rec
                   i.retention_date, i.signed_date_employee, i.signed_date_employer, i.signed_date_translator,
                   i.first_name, i.last_name, i.middle_initial, i.other_name, i.date_of_birth,
                   i.email_address, i.phone_number, i.address_street, i.address_apartment, i.address_city,
-                  i.address_state, i.address_zip, i.work_authorization, i.alien_number, i.admission_number,
+                  i.address_state, i.address_zip, i.work_authorization, i.work_authorization_expiration,
+                  i.alien_number, i.admission_number,
                   i.foreign_passport_number, i.foreign_passport_country,
                   i.section1_differences AS "section1_differences: Differences",
                   i.employer_first_name,

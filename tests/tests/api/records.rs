@@ -246,6 +246,8 @@ fn i9_record() -> Vec<(&'static str, T)> {
         // Supplement B (docs/reverification.md).
         ("receiptDueDate", T::Date),
         ("supplementB", T::Objects),
+        // Section 1's attested expiry (docs/api.md, "I-9s").
+        ("workAuthorizationExpiration", T::Date),
         ("preparersAndTranslators", T::Preparers),
     ];
     for name in [

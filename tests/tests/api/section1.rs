@@ -317,6 +317,14 @@ async fn the_form_speaks_spanish_and_checks_what_each_attestation_needs() {
             .await
             .unwrap();
     assert_eq!(exp.map(|d| d.to_string()).as_deref(), Some("2031-01-31"));
+    // HR sees it on the I-9's record, to compare the documents with.
+    let i9: i64 = sqlx::query_scalar("SELECT id FROM i9s")
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    let token = app.token(i9_tests::ADMIN).await;
+    let rec = app.get_json(&format!("/v1/i9s/{i9}"), &token).await;
+    assert_eq!(rec["workAuthorizationExpiration"], "2031-01-31");
 }
 
 #[tokio::test]
