@@ -131,7 +131,7 @@ pub const VARS: &[Var] = &[
     var("AMQP_PREFIX", Text("i9"), All, "prefix of exchange and queue names"),
     var("STARTUP_TIMEOUT_SECS", Text("60"), Services, "wait at start for Postgres and RabbitMQ"),
     var("APP_ENV", Unset, All, "`development` alone runs without keys (on the published development keys)"),
-    var("CLOCK_OFFSET_DAYS", Text("0"), All, "development only: days added to today's date for the date-driven jobs (reminders, retention), to try them"),
+    var("CLOCK_OFFSET_DAYS", Text("0"), All, "development only: days added to today's date for the date-driven jobs (reminders, retention), the work queues and the signing days of Section 1, Section 2 and Supplement B, to try them"),
     secret("DATA_ENCRYPTION_KEYS", Unset, All, "data key ring, ID:BASE64 entries, the first current (2:<key>,1:<key>)"),
     secret("DATA_ENCRYPTION_KEY", Unset, All, "one data key, as key id 1"),
     secret("SSN_HASH_KEYS", Unset, All, "SSN hash key ring, same form"),

@@ -12,7 +12,7 @@
 use std::{collections::BTreeSet, sync::OnceLock};
 
 use axum::{extract::State, Json};
-use chrono::{NaiveDate, Utc};
+use chrono::NaiveDate;
 use i9_common::{
     domain::{
         fields::{enum_schema, CalendarDate, Text, WHITESPACE},
@@ -740,7 +740,7 @@ pub async fn section2(
     caller.require(Scope::Write, Permission::WorkOnI9s)?;
     let id = id.get()?;
     i9s::check_visible(&state, &caller, id).await?;
-    let today = Utc::now().date_naive();
+    let today = state.config.today();
     let allowed = lifecycle::alternative_procedure_allowed(&state.pool, id, today).await?;
     let section2 = body.check(|b: Section2| b.check(today, allowed.err().as_ref()))?;
     let mut tx = state.pool.begin().await?;

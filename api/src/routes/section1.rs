@@ -18,7 +18,7 @@ use axum::{
     http::{header, HeaderValue, StatusCode},
     response::{IntoResponse, Response},
 };
-use chrono::{NaiveDate, Utc};
+use chrono::NaiveDate;
 use i9_common::{
     crypto::token_hash,
     domain::{
@@ -750,7 +750,7 @@ async fn find(state: &AppState, holder: &Holder<'_>) -> Result<Option<Link>, Api
                     email_address: opt(r.email_address),
                     ..Fields::default()
                 },
-                preparers: vec![PreparerForm::blank(Utc::now().date_naive())],
+                preparers: vec![PreparerForm::blank(state.config.today())],
             },
         }
     }))
@@ -1393,7 +1393,7 @@ pub(crate) async fn sign_form(
             )
         }
     };
-    let today = Utc::now().date_naive();
+    let today = state.config.today();
     // "Add another preparer or translator": the same form, one row more,
     // nothing checked or signed.
     if f.action == ADD_PREPARER {
@@ -1718,7 +1718,7 @@ mod tests {
 
     #[test]
     fn a_blank_row_is_no_preparer_whatever_its_date() {
-        let today = Utc::now().date_naive();
+        let today = chrono::Utc::now().date_naive();
         assert!(PreparerForm::blank(today).is_blank());
         for part in PreparerPart::ALL {
             let mut p = PreparerForm::blank(today);

@@ -913,3 +913,29 @@ async fn an_ead_without_its_expiration_is_refused_in_section_2_and_supplement_b(
     );
     assert_eq!(entries(&app, i9).await, 0);
 }
+
+/// With a moved clock (development), Section 2 is signed on the moved day,
+/// as Supplement B is: one trial, one calendar (docs/reminders.md).
+#[tokio::test]
+async fn section_2_is_signed_on_the_moved_day_of_a_trial() {
+    let app = spawn_app_with(|c| c.clock_offset_days = 400).await;
+    let token = app.token(ADMIN).await;
+    let maria = app.employee_id("EMP-1001").await;
+    let i9 = app.insert_i9(maria, "Signed Sec 1").await;
+    let moved = || (chrono::Utc::now().date_naive() + chrono::Days::new(400)).to_string();
+    let before = moved();
+    let body = json!({
+        "listA1DocTitle": "U.S. Passport", "listA1DocIssuer": "U.S. Department of State",
+        "listA1DocNumber": "P1", "employerFirstName": "Wes", "employerLastName": "Turner",
+        "employerTitle": "HR Manager", "employerBusiness": "Acme", "employerSignature": "Wes Turner"
+    });
+    let rec = answer(
+        app.post_json(&format!("/v1/i9s/{i9}/section2"), &token, &body)
+            .await,
+        200,
+    )
+    .await;
+    // (Read around the call: a run across midnight UTC sees either day.)
+    let signed = rec["signedDateEmployer"].as_str().unwrap();
+    assert!(signed == before || signed == moved(), "{signed}");
+}
