@@ -630,7 +630,9 @@ impl Section2 {
         // reverified (docs/reverification.md, "Reverification").
         if let Some(first) = a1.as_ref().and_then(Option::as_ref) {
             let receipt = receipts.iter().any(|(doc, r)| *doc == "listA1Doc" && *r);
-            if let Some(message) = missing_expiration(&first.title, first.expiration, receipt) {
+            if let Some(message) = missing_expiration(&first.title, first.expiration, receipt)
+                .filter(|_| !p.names("listA1DocExpiration"))
+            {
                 rule(&mut p, "listA1DocExpiration", "required", &message);
             }
         }
@@ -970,6 +972,24 @@ mod tests {
                 ("listA1DocExpiration".into(), "expired"),
                 ("employerSignature".into(), "signature_mismatch")
             ]
+        );
+        // An EAD's expiration, given but past, is `expired` alone, not also
+        // `required`; not given, `required`.
+        let ead = |expiration: Option<&str>| {
+            let mut b = json!({"listA1DocTitle": "Employment Authorization Document (Form I-766)",
+                               "listA1DocIssuer": "USCIS", "listA1DocNumber": "1"});
+            if let Some(e) = expiration {
+                b["listA1DocExpiration"] = json!(e);
+            }
+            with(b)
+        };
+        assert_eq!(
+            codes(parse_section2(&ead(Some("11/21/2026")), today())),
+            [("listA1DocExpiration".into(), "expired")]
+        );
+        assert_eq!(
+            codes(parse_section2(&ead(None), today())),
+            [("listA1DocExpiration".into(), "required")]
         );
     }
 

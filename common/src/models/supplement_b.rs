@@ -165,7 +165,8 @@ pub fn missing_expiration(
 ) -> Option<String> {
     (expiration.is_none() && !receipt && ALWAYS_EXPIRE.contains(&title)).then(|| {
         format!(
-            "A {title} always has an expiration date: give it (reverification falls due on it)."
+            "This document ({title}) always has an expiration date: give it (reverification \
+             falls due on it)."
         )
     })
 }
@@ -331,16 +332,10 @@ pub async fn reverify(
                         " When its document expires, record a reverification with \
                          POST /v1/i9s/{id}/reverify."
                     ),
-                    Some(why) => {
-                        let mut why = why.message;
-                        if let Some(first) = why.get_mut(0..1) {
-                            first.make_ascii_lowercase();
-                        }
-                        format!(" Nor is it reverified: {why}")
-                    }
+                    Some(why) => format!(" It is not reverified either. {}", why.message),
                 };
                 return Err(WriteError::Conflict(format!(
-                    "No receipt is pending on this I-9: there is nothing to update.{instead}"
+                    "No receipt is pending on this I-9, so there is nothing to update.{instead}"
                 )));
             }
             if r.document.list == DocumentList::B && current.receipt_in_supplement_b {

@@ -233,7 +233,7 @@ async fn each_refusal_is_a_422_saying_why_and_writes_nothing() {
         .await;
         let detail = p["detail"].as_str().unwrap();
         assert!(
-            detail.contains("Nor is it reverified") && !detail.contains("/reverify"),
+            detail.contains("It is not reverified either. ") && !detail.contains("/reverify"),
             "{detail}"
         );
         // The I-9 stays as it was.

@@ -295,7 +295,9 @@ mod tests {
              Form I-9: record 9\n\n\
              Through the API (with your HR system's token):\n  \
              GET https://i9.example/v1/i9s/9 shows the I-9\n  \
-             POST https://i9.example/v1/i9s/9/reverify records the reverification\n  \
+             POST https://i9.example/v1/i9s/9/reverify records the reverification \
+             (a JSON body: documentTitle, documentNumber, documentExpiration, employerName, \
+             employerSignature)\n  \
              GET https://i9.example/v1/i9s?queue=expiring&withinDays=90 lists everything due within 90 days\n\n\
              Acme & Sons lists this address to be notified about this employee."
         );
