@@ -465,6 +465,7 @@ impl<T: Copy> DocumentFields<T> {
                 issuer: issuer.into_string(),
                 number: number.into_string(),
                 expiration,
+                receipt: false,
             }),
             _ => None,
         })
@@ -637,6 +638,13 @@ impl Section2 {
             }
         }
         let receipt = receipts.iter().any(|(_, r)| *r);
+        // Each document remembers whether it is the receipt.
+        let (mut a1, mut b, mut c) = (a1, b, c);
+        for (doc, (_, is_receipt)) in [&mut a1, &mut b, &mut c].into_iter().zip(receipts) {
+            if let Some(Some(d)) = doc {
+                d.receipt = is_receipt;
+            }
+        }
         let first_name = p.required("employerFirstName", self.employer_first_name);
         let last_name = p.required("employerLastName", self.employer_last_name);
         let title = p.required("employerTitle", self.employer_title);

@@ -342,6 +342,9 @@ pub struct I9Record {
     pub list_a1_doc_issuer: Option<String>,
     pub list_a1_doc_number: Option<String>,
     pub list_a1_doc_expiration: Option<NaiveDate>,
+    /// `true`: this document is a receipt for a lost, stolen or damaged one
+    /// (docs/reverification.md, "Receipts"); kept after the receipt update.
+    pub list_a1_doc_receipt: bool,
     pub list_a2_doc_title: Option<String>,
     pub list_a2_doc_issuer: Option<String>,
     pub list_a2_doc_number: Option<String>,
@@ -354,10 +357,16 @@ pub struct I9Record {
     pub list_b_doc_issuer: Option<String>,
     pub list_b_doc_number: Option<String>,
     pub list_b_doc_expiration: Option<NaiveDate>,
+    /// `true`: this document is a receipt for a lost, stolen or damaged one
+    /// (docs/reverification.md, "Receipts"); kept after the receipt update.
+    pub list_b_doc_receipt: bool,
     pub list_c_doc_title: Option<String>,
     pub list_c_doc_issuer: Option<String>,
     pub list_c_doc_number: Option<String>,
     pub list_c_doc_expiration: Option<NaiveDate>,
+    /// `true`: this document is a receipt for a lost, stolen or damaged one
+    /// (docs/reverification.md, "Receipts"); kept after the receipt update.
+    pub list_c_doc_receipt: bool,
     /// Section 2's checkbox: the documents were examined under the DHS
     /// alternative procedure (docs/remote-examination.md).
     pub alternative_procedure: bool,
@@ -462,6 +471,7 @@ struct I9Row {
     list_a1_doc_issuer: Option<String>,
     list_a1_doc_number: Option<String>,
     list_a1_doc_expiration: Option<NaiveDate>,
+    list_a1_doc_receipt: bool,
     list_a2_doc_title: Option<String>,
     list_a2_doc_issuer: Option<String>,
     list_a2_doc_number: Option<String>,
@@ -474,10 +484,12 @@ struct I9Row {
     list_b_doc_issuer: Option<String>,
     list_b_doc_number: Option<String>,
     list_b_doc_expiration: Option<NaiveDate>,
+    list_b_doc_receipt: bool,
     list_c_doc_title: Option<String>,
     list_c_doc_issuer: Option<String>,
     list_c_doc_number: Option<String>,
     list_c_doc_expiration: Option<NaiveDate>,
+    list_c_doc_receipt: bool,
     alternative_procedure: bool,
     ssn_ciphertext: Option<Vec<u8>>,
     ssn_last4: Option<String>,
@@ -548,6 +560,7 @@ impl From<I9Row> for I9Record {
             list_a1_doc_issuer: r.list_a1_doc_issuer,
             list_a1_doc_number: r.list_a1_doc_number,
             list_a1_doc_expiration: r.list_a1_doc_expiration,
+            list_a1_doc_receipt: r.list_a1_doc_receipt,
             list_a2_doc_title: r.list_a2_doc_title,
             list_a2_doc_issuer: r.list_a2_doc_issuer,
             list_a2_doc_number: r.list_a2_doc_number,
@@ -560,10 +573,12 @@ impl From<I9Row> for I9Record {
             list_b_doc_issuer: r.list_b_doc_issuer,
             list_b_doc_number: r.list_b_doc_number,
             list_b_doc_expiration: r.list_b_doc_expiration,
+            list_b_doc_receipt: r.list_b_doc_receipt,
             list_c_doc_title: r.list_c_doc_title,
             list_c_doc_issuer: r.list_c_doc_issuer,
             list_c_doc_number: r.list_c_doc_number,
             list_c_doc_expiration: r.list_c_doc_expiration,
+            list_c_doc_receipt: r.list_c_doc_receipt,
             alternative_procedure: r.alternative_procedure,
             links: Vec::new(),
             receipt_due_date: None,
@@ -678,7 +693,8 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Rec
                   i.list_a2_doc_expiration, i.list_a3_doc_title, i.list_a3_doc_issuer, i.list_a3_doc_number,
                   i.list_a3_doc_expiration, i.list_b_doc_title, i.list_b_doc_issuer, i.list_b_doc_number,
                   i.list_b_doc_expiration, i.list_c_doc_title, i.list_c_doc_issuer, i.list_c_doc_number,
-                  i.list_c_doc_expiration, i.alternative_procedure, i.ssn_ciphertext, i.ssn_last4, e.location_id,
+                  i.list_c_doc_expiration, i.list_a1_doc_receipt, i.list_b_doc_receipt, i.list_c_doc_receipt,
+                  i.alternative_procedure, i.ssn_ciphertext, i.ssn_last4, e.location_id,
                   e.integration_client_id, i.purged_at
            FROM i9s i JOIN employees e ON e.id = i.employee_id
            WHERE i.id = $1"#,

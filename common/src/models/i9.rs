@@ -719,6 +719,9 @@ pub struct Document {
     pub issuer: String,
     pub number: String,
     pub expiration: Option<NaiveDate>,
+    /// A receipt for the replacement of a lost, stolen or damaged document
+    /// (List A's first, List B and List C only).
+    pub receipt: bool,
 }
 
 /// The documents of Section 2: List A (one, or a combination of up to three
@@ -902,6 +905,9 @@ pub async fn record_section2(
     fn expiration(d: Option<&Document>) -> Option<NaiveDate> {
         d.and_then(|d| d.expiration)
     }
+    fn receipt(d: Option<&Document>) -> bool {
+        d.is_some_and(|d| d.receipt)
+    }
     sqlx::query!(
         "UPDATE i9s SET status = $2, signed_date_employer = $3, i9_expiration = $4,
                 employer_first_name = $5, employer_last_name = $6, employer_title = $7,
@@ -913,7 +919,8 @@ pub async fn record_section2(
                 list_a3_doc_title = $21, list_a3_doc_issuer = $22, list_a3_doc_number = $23, list_a3_doc_expiration = $24,
                 list_b_doc_title = $25, list_b_doc_issuer = $26, list_b_doc_number = $27, list_b_doc_expiration = $28,
                 list_c_doc_title = $29, list_c_doc_issuer = $30, list_c_doc_number = $31, list_c_doc_expiration = $32,
-                alternative_procedure = $33, updated_at = now()
+                alternative_procedure = $33, list_a1_doc_receipt = $34, list_b_doc_receipt = $35,
+                list_c_doc_receipt = $36, updated_at = now()
          WHERE id = $1",
         id,
         next.as_str(),
@@ -948,6 +955,9 @@ pub async fn record_section2(
         number(c),
         expiration(c),
         s.alternative_procedure,
+        receipt(a1),
+        receipt(b),
+        receipt(c),
     )
     .execute(&mut *conn)
     .await?;
@@ -1083,6 +1093,7 @@ mod tests {
             issuer: "i".into(),
             number: "n".into(),
             expiration: e,
+            receipt: false,
         };
         let a = Documents::ListA {
             first: doc("U.S. Passport", Some(day(3))),

@@ -226,6 +226,10 @@ fn i9_record() -> Vec<(&'static str, T)> {
         ("remote", T::Bool),
         // Section 2's alternative procedure (docs/remote-examination.md).
         ("alternativeProcedure", T::Bool),
+        // Which Section 2 document was a receipt (docs/reverification.md).
+        ("listA1DocReceipt", T::Bool),
+        ("listBDocReceipt", T::Bool),
+        ("listCDocReceipt", T::Bool),
         ("IntegrationTransactionId", T::OptStr),
         ("links", T::Links),
         ("dateCreated", T::Timestamp),

@@ -289,6 +289,13 @@ async fn receipt_dates_are_reminded_apart_and_listed_with_their_kind() {
     set_dates(&app, both, Some(day(60)), Some(day(20))).await;
     let receipt = i9_notifying(&app, "Receipt", None, Some("boss@acme.example")).await;
     set_dates(&app, receipt, None, Some(day(3))).await;
+    // Section 2's List B document was the receipt: the email names it.
+    sqlx::query("UPDATE i9s SET list_b_doc_title = $2, list_b_doc_receipt = TRUE WHERE id = $1")
+        .bind(receipt)
+        .bind("Driver's License")
+        .execute(app.pool())
+        .await
+        .unwrap();
     let later = i9_notifying(&app, "Later", None, None).await;
     set_dates(&app, later, Some(day(200)), None).await;
 
@@ -313,6 +320,13 @@ async fn receipt_dates_are_reminded_apart_and_listed_with_their_kind() {
     assert_eq!(
         m.subject,
         "Form I-9 receipt replacement due in 3 days (January 4, 2027): Receipt Remind"
+    );
+    assert!(
+        m.text.starts_with(
+            "The real document replacing a receipt (Driver's License) on the Form I-9 of Receipt Remind"
+        ),
+        "{}",
+        m.text
     );
     emails_reach(&app, "hr@acme.example", 2).await;
 

@@ -811,6 +811,15 @@ async fn the_replacement_of_a_list_b_receipt_closes_it_and_a_citizen_gets_no_rev
         "a license is not reverified"
     );
     assert_eq!(rec["supplementB"][0]["documentList"], "B");
+    // The record still says which Section 2 document was the receipt.
+    assert_eq!(
+        (
+            &rec["listA1DocReceipt"],
+            &rec["listBDocReceipt"],
+            &rec["listCDocReceipt"]
+        ),
+        (&json!(false), &json!(true), &json!(false))
+    );
     assert_eq!(entries(&app, i9).await, 1);
     // It never reverifies.
     let p = answer(reverify(&app, &token, i9, &license).await, 422).await;

@@ -47,6 +47,9 @@ struct Reminder {
     first_name: String,
     last_name: String,
     profile_id: Option<String>,
+    /// For a receipt: the title of the document it stood for (Supplement
+    /// B's receipt, else Section 2's document marked as one).
+    receipt_document: Option<String>,
     to: Option<String>,
     employer: Option<String>,
 }
@@ -59,6 +62,14 @@ async fn send(ctx: &Context, job_id: Uuid, reminder_id: i64, recipient: u8) -> J
                   (CASE r.kind WHEN 'reverification' THEN i.i9_expiration ELSE i.receipt_due_date END)
                       IS NOT DISTINCT FROM r.due_date AS "current!",
                   e.first_name, e.last_name, NULLIF(btrim(e.profile_id), '') AS "profile_id?",
+                  CASE r.kind WHEN 'receipt' THEN COALESCE(
+                      (SELECT s.document_title FROM i9_supplement_b s
+                       WHERE s.i9_id = i.id AND s.receipt AND s.receipt_due_date = r.due_date
+                       ORDER BY s.id DESC LIMIT 1),
+                      CASE WHEN i.list_a1_doc_receipt THEN i.list_a1_doc_title
+                           WHEN i.list_b_doc_receipt THEN i.list_b_doc_title
+                           WHEN i.list_c_doc_receipt THEN i.list_c_doc_title END) END
+                      AS "receipt_document?",
                   NULLIF(btrim(CASE $2::INT WHEN 1 THEN e.notification_email1
                                             WHEN 2 THEN e.notification_email2 END), '') AS "to",
                   l.entity_name AS "employer?"
@@ -155,6 +166,7 @@ fn compose(
         due: &due,
         employee_id: r.employee_id,
         profile_id: r.profile_id.as_deref(),
+        receipt_document: r.receipt_document.as_deref(),
         i9_id: r.i9_id,
         api: base_url,
         step,
@@ -197,6 +209,8 @@ struct ReminderText<'a> {
     /// (`profileId`), if any: how HR finds the person.
     employee_id: i64,
     profile_id: Option<&'a str>,
+    /// For a receipt: the document it stood for, when known.
+    receipt_document: Option<&'a str>,
     /// The I-9's record id.
     i9_id: i64,
     /// The API's base URL (`PUBLIC_BASE_URL`): named as API calls, not as a
@@ -257,6 +271,7 @@ mod tests {
             first_name: "Zoë".into(),
             last_name: "<b>O'Neil</b>".into(),
             profile_id: Some("EMP-7&8".into()),
+            receipt_document: (kind == DueKind::Receipt).then(|| "Driver's License".into()),
             to: None,
             employer: Some("Acme & Sons".into()),
         }
@@ -324,8 +339,8 @@ mod tests {
         );
         assert!(
             overdue.text.starts_with(
-                "The document a receipt stood for on the Form I-9 of Zoë <b>O'Neil</b> was due on \
-                 March 1, 2027 and is 1 day overdue."
+                "The real document replacing a receipt (Driver's License) on the Form I-9 of Zoë \
+                 <b>O'Neil</b> was due on March 1, 2027 and is 1 day overdue."
             ) && overdue
                 .text
                 .contains("replacement of the lost, stolen or damaged document")
