@@ -410,9 +410,9 @@ async fn purge_records(
         );
     }
     say!(
-        "{verb} {} I-9s and {} employees as of {today}; kept by legal hold: {}",
-        run.i9s.len(),
-        run.employees.len(),
+        "{verb} {} and {} as of {today}; kept by legal hold: {}",
+        retention::counted(run.i9s.len(), "I-9", "I-9s"),
+        retention::counted(run.employees.len(), "employee", "employees"),
         retention::count_i9s(&run.kept)
     );
     Ok(())

@@ -24,19 +24,24 @@ pub async fn run(pool: PgPool, config: Arc<Config>, mut shutdown: watch::Receive
             _ = shutdown.changed() => return,
         }
         wait = config.records_purge_interval;
-        match retention::purge_round_if_first(&pool, config.today(), PurgedBy::Worker).await {
-            // Counts only (ids stay in the database): e.g. "purged 3 I-9s
-            // and 1 employees; kept by legal hold: 2".
-            Ok(Some(r)) if !r.i9s.is_empty() || !r.employees.is_empty() || !r.kept.is_empty() => {
-                tracing::info!(
-                    i9s = r.i9s.len(),
-                    employees = r.employees.len(),
-                    kept_by_legal_hold = retention::count_i9s(&r.kept),
-                    "records past their retention date: {}",
-                    r.summary()
-                )
-            }
-            Ok(_) => {}
+        let today = config.today();
+        match retention::purge_round_if_first(&pool, today, PurgedBy::Worker).await {
+            // One line every round, counts only (ids stay in the database):
+            // e.g. "purge round of 2029-10-05: purged 3 I-9s and 1 employee;
+            // kept by legal hold: 2" (docs/retention.md, "The daily purge").
+            Ok(Some(r)) => tracing::info!(
+                day = %today,
+                i9s = r.i9s.len(),
+                employees = r.employees.len(),
+                kept_by_legal_hold = retention::count_i9s(&r.kept),
+                "purge round of {today}: {}",
+                r.summary()
+            ),
+            Ok(None) => tracing::info!(
+                day = %today,
+                "purge round of {today} skipped: another round (a worker or i9-admin purge) \
+                 is running"
+            ),
             Err(e) => tracing::warn!(
                 error = %e,
                 "purging records past their retention date failed; trying again next round"

@@ -148,6 +148,26 @@ impl Visibility {
         self.may_place_in(location_id) && self.client.is_none_or(|c| created_by == Some(c))
     }
 
+    /// Whether the caller sees every employee, whatever its group: no group
+    /// limit (permission 11) and not a partner client's confinement. Only
+    /// such a caller may set or lift a hold on a legal entity, which covers
+    /// every employee of it (docs/retention.md, "Who may hold a legal
+    /// entity").
+    pub fn sees_all(&self) -> bool {
+        matches!(self.groups, Groups::All) && self.client.is_none()
+    }
+
+    /// The groups whose employees the caller sees (`None`: every group), and
+    /// the partner client it is confined to, if any: [`Self::sees`] as bound
+    /// parameters of a query.
+    pub fn as_params(&self) -> (Option<Vec<i64>>, Option<i64>) {
+        let groups = match &self.groups {
+            Groups::All => None,
+            Groups::Only(ids) => Some(ids.clone()),
+        };
+        (groups, self.client)
+    }
+
     /// Whether the caller may create an employee in (or move one to) `group`;
     /// also whether it sees that group's employees, apart from a partner's
     /// confinement (a group's `managed`).

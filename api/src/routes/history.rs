@@ -1,9 +1,10 @@
 //! The audit history of one record: `GET /v1/employees/{id}/history` and
 //! `GET /v1/i9s/{id}/history` (docs/api.md, "History of a record"). The
 //! record's audit log entries, newest first, paged: when, what, who, the
-//! request id and the names of the fields written. Never a value: the
-//! entries' other details (a park reason, an attestation, a partner's
-//! candidate id) are not shown.
+//! request id, the names of the fields written, and for a legal hold's
+//! entries the hold (its id and what it is on). Never a value: the entries'
+//! other details (a park reason, an attestation, a partner's candidate id, a
+//! hold's reason) are not shown.
 //!
 //! Who may read it: besides the record's own read permission (1 or 3) and
 //! its visibility, permission 12 (see full social security numbers). The
@@ -46,6 +47,21 @@ pub struct HistoryEntry {
     /// The names of the fields written, as the API names them; never their
     /// values. `[]` when the entry names none (a read, a step).
     pub fields: Vec<String>,
+    /// For `legal_hold.set` and `legal_hold.lift`: the hold set or lifted
+    /// (`GET /v1/legal-holds/{id}`); `null` for every other action.
+    pub legal_hold: Option<HistoryHold>,
+}
+
+/// The legal hold a `legal_hold.set` or `legal_hold.lift` entry is about
+/// (docs/retention.md, "Legal holds"): ids only, never the reason.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryHold {
+    /// The hold's id.
+    pub id: i64,
+    /// What the hold is on: `employee` or `legalEntity`.
+    #[schema(example = "employee")]
+    pub on: String,
 }
 
 /// Who acted.
@@ -74,6 +90,8 @@ struct Row {
     client: Option<String>,
     request_id: Option<String>,
     fields: Vec<String>,
+    legal_hold_id: Option<i64>,
+    resource_type: String,
 }
 
 /// The API's name of a column an audit entry names (`detail.fields`).
@@ -118,6 +136,15 @@ impl From<Row> for HistoryEntry {
             },
             request_id: r.request_id,
             fields: r.fields.iter().map(|f| api_field(f)).collect(),
+            // What the hold is on is the record the entry is on (an entry of
+            // a hold is written on what it holds).
+            legal_hold: r.legal_hold_id.map(|id| HistoryHold {
+                id,
+                on: match r.resource_type.as_str() {
+                    "legal_entity" => "legalEntity".into(),
+                    other => other.into(),
+                },
+            }),
         }
     }
 }
@@ -144,7 +171,11 @@ async fn page(
                   a.request_id,
                   ARRAY(SELECT jsonb_array_elements_text(
                             CASE WHEN jsonb_typeof(a.detail -> 'fields') = 'array'
-                                 THEN a.detail -> 'fields' ELSE '[]'::JSONB END)) AS "fields!"
+                                 THEN a.detail -> 'fields' ELSE '[]'::JSONB END)) AS "fields!",
+                  CASE WHEN a.action LIKE 'legal\_hold.%'
+                            AND jsonb_typeof(a.detail -> 'legalHoldId') = 'number'
+                       THEN (a.detail ->> 'legalHoldId')::BIGINT END AS legal_hold_id,
+                  a.resource_type
            FROM audit_log a
            LEFT JOIN users u ON u.id = a.user_id
            LEFT JOIN oauth_clients c ON c.id = a.client_id
@@ -224,9 +255,11 @@ pub async fn i9(
     Ok(page(&state, &q, "i9", id, &path).await?.answer(format))
 }
 
-/// `actor` and `fields` are cells of JSON text (docs/api.md, "CSV").
+/// `actor`, `fields` and `legalHold` are cells of JSON text (docs/api.md,
+/// "CSV").
 impl crate::list::CsvColumns for HistoryEntry {
-    const COLUMNS: &'static [&'static str] = &["at", "action", "actor", "requestId", "fields"];
+    const COLUMNS: &'static [&'static str] =
+        &["at", "action", "actor", "requestId", "fields", "legalHold"];
 }
 
 #[cfg(test)]

@@ -4,7 +4,10 @@
 //! /v1/legal-holds/{id}` (lift; the hold stays as history). A hold keeps the employee's I-9s (or those of every employee of
 //! the legal entity) from the retention purge while it is active.
 //! Permission 5 (approve I-9s: the compliance role), audited
-//! `legal_hold.set` and `legal_hold.lift`.
+//! `legal_hold.set` and `legal_hold.lift`. A hold on a legal entity covers
+//! every employee of it: only a caller who sees every employee (no group
+//! limit) sets or lifts one (docs/retention.md, "Who may hold a legal
+//! entity").
 
 use std::{collections::BTreeSet, sync::OnceLock};
 
@@ -23,7 +26,7 @@ use utoipa::{PartialSchema, ToSchema};
 
 use super::{employees, Id};
 use crate::{
-    auth::Caller,
+    auth::{Caller, Visibility},
     body::{properties, JsonBody, Problems, RequestBody},
     error::{ApiError, ApiResult, FieldError, Problem},
     format,
@@ -88,7 +91,8 @@ pub struct LegalHold {
     /// How many employees the hold is on, counted when answered (lifted or
     /// not): `1` for a hold on an employee (`0` once purged); for a hold on
     /// a legal entity, its employees not purged (those whose `legalEntity`
-    /// it is; their I-9s are the entity's).
+    /// it is; their I-9s are the entity's) that the caller sees: a caller
+    /// limited to some groups counts only the employees of those groups.
     pub employees_covered: i64,
     /// `self`, and `employee` or `legalEntity`.
     pub links: Vec<Link>,
@@ -120,9 +124,16 @@ impl LegalHold {
         }
     }
 
-    /// The representation of `h`, its employees counted now.
-    async fn load(conn: &mut sqlx::PgConnection, h: Hold) -> Result<Self, sqlx::Error> {
-        let covered = retention::employees_covered(&mut *conn, &h).await?;
+    /// The representation of `h`, its employees that `visibility` sees
+    /// counted now.
+    async fn load(
+        conn: &mut sqlx::PgConnection,
+        visibility: &Visibility,
+        h: Hold,
+    ) -> Result<Self, sqlx::Error> {
+        let (groups, client) = visibility.as_params();
+        let covered =
+            retention::employees_covered(&mut *conn, &h, groups.as_deref(), client).await?;
         Ok(Self::new(h, covered))
     }
 }
@@ -142,10 +153,24 @@ type Created = (
     Json<LegalHold>,
 );
 
-async fn set(state: &AppState, caller: &Caller, on: HoldOn, reason: String) -> ApiResult<Created> {
+async fn set(
+    state: &AppState,
+    caller: &Caller,
+    visibility: &Visibility,
+    on: HoldOn,
+    reason: String,
+) -> ApiResult<Created> {
     let mut tx = state.pool.begin().await?;
     let hold = retention::set_hold(&mut tx, &caller.actor(), on, &reason).await?;
-    let hold = LegalHold::load(&mut tx, hold).await?;
+    // A purged employee is gone: no hold is set on it (the transaction is
+    // rolled back). Read under the holds' lock that set_hold took, which a
+    // purge takes too: a purge committed before it is seen.
+    if let HoldOn::Employee(id) = on {
+        if let Some(d) = retention::employee_destruction(&mut *tx, id).await? {
+            return Err(gone("employee", Some(d)));
+        }
+    }
+    let hold = LegalHold::load(&mut tx, visibility, hold).await?;
     tx.commit().await?;
     let location = format!("/v1/legal-holds/{}", hold.id);
     Ok((StatusCode::CREATED, [(LOCATION, location)], Json(hold)))
@@ -161,6 +186,7 @@ async fn set(state: &AppState, caller: &Caller, on: HoldOn, reason: String) -> A
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Missing scope or permission 5", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such employee, or not in the caller's groups", body = Problem, content_type = "application/problem+json"),
+        (status = 410, description = "The employee was purged (docs/retention.md): nothing is left to hold", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
     ),
     security(("oauth2" = ["write"]))
@@ -175,7 +201,8 @@ pub async fn hold_employee(
     let id = id.get()?;
     let reason = body.check(NewLegalHold::check)?;
     employees::check_visible(&state, &caller, id).await?;
-    set(&state, &caller, HoldOn::Employee(id), reason).await
+    let visibility = caller.visibility(&state.pool).await?;
+    set(&state, &caller, &visibility, HoldOn::Employee(id), reason).await
 }
 
 #[utoipa::path(
@@ -186,7 +213,7 @@ pub async fn hold_employee(
         (status = 201, description = "The hold is in force: the I-9s of every employee of the legal entity are not purged", body = LegalHold),
         (status = 400, description = "The body is not a JSON object", body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing scope or permission 5 (or 6, to see legal entities)", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing scope or permission 5 (or 6, to see legal entities); or the caller's visibility is limited to some groups (a hold on a legal entity covers every employee of it)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such legal entity", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
     ),
@@ -202,13 +229,54 @@ pub async fn hold_legal_entity(
     caller.require(Scope::Write, Permission::ViewLegalEntities)?;
     let id = id.get()?;
     let reason = body.check(NewLegalHold::check)?;
-    set(&state, &caller, HoldOn::LegalEntity(id), reason).await
+    let visibility = caller.visibility(&state.pool).await?;
+    check_entity_write(&state, &visibility, id, "set").await?;
+    set(
+        &state,
+        &caller,
+        &visibility,
+        HoldOn::LegalEntity(id),
+        reason,
+    )
+    .await
+}
+
+/// Whether the caller may set or lift (`verb`) a hold on legal entity
+/// `entity`: only one who sees every employee (docs/retention.md, "Who may
+/// hold a legal entity"). A hold on a legal entity covers each of its
+/// employees, in every group, and those who join it later: a caller limited
+/// to some groups would lift the protection of employees it cannot see.
+/// `404` for no such legal entity, `403` for a limited caller.
+async fn check_entity_write(
+    state: &AppState,
+    visibility: &Visibility,
+    entity: i64,
+    verb: &str,
+) -> ApiResult<()> {
+    if visibility.sees_all() {
+        return Ok(());
+    }
+    let exists = sqlx::query_scalar!(
+        r#"SELECT EXISTS (SELECT 1 FROM legal_entities WHERE id = $1) AS "exists!""#,
+        entity,
+    )
+    .fetch_one(&state.pool)
+    .await?;
+    if !exists {
+        return Err(ApiError::NotFound);
+    }
+    Err(ApiError::Forbidden(format!(
+        "A legal hold on a legal entity covers every employee of it, in every group; your \
+         visibility is limited to some groups, so you may not {verb} one. It needs permission \
+         11 (see employees of every group). Holds on the employees you see are yours to set \
+         and lift (POST /v1/employees/{{id}}/legal-holds)."
+    )))
 }
 
 #[utoipa::path(
     get, path = "/v1/legal-holds", operation_id = "listLegalHolds", tag = "legal holds",
     responses(
-        (status = 200, description = "Every legal hold, active and lifted, newest first: those on a legal entity, and those on an employee in the caller's groups", body = LegalHolds),
+        (status = 200, description = "Every legal hold, active and lifted, newest first: those on an employee in the caller's groups, and (with permission 6) those on a legal entity, counting the employees the caller sees", body = LegalHolds),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
     ),
@@ -217,24 +285,31 @@ pub async fn hold_legal_entity(
 pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<LegalHolds>> {
     caller.require(Scope::Read, Permission::ApproveI9s)?;
     let visibility = caller.visibility(&state.pool).await?;
+    let (groups, client) = visibility.as_params();
     let rows = sqlx::query!(
         r#"SELECT h.id, h.employee_id, h.legal_entity_id, h.reason, h.set_by, h.set_at,
                   h.lifted_by, h.lifted_at,
                   e.location_id AS "location_id?", e.integration_client_id,
                   (SELECT count(*) FROM employees c
                    WHERE c.purged_at IS NULL
-                     AND (c.id = h.employee_id OR c.legal_entity_id = h.legal_entity_id))
+                     AND (c.id = h.employee_id OR c.legal_entity_id = h.legal_entity_id)
+                     AND ($1::BIGINT[] IS NULL OR c.location_id = ANY($1))
+                     AND ($2::BIGINT IS NULL OR c.integration_client_id = $2))
                     AS "employees_covered!"
            FROM legal_holds h LEFT JOIN employees e ON e.id = h.employee_id
            ORDER BY h.id DESC"#,
+        groups.as_deref(),
+        client,
     )
     .fetch_all(&state.pool)
     .await?;
+    let entities = caller.has(Permission::ViewLegalEntities);
     let holds: Vec<LegalHold> = rows
         .into_iter()
         .filter(|r| match r.location_id {
             Some(location) => visibility.sees(location, r.integration_client_id),
-            None => true,
+            // On a legal entity: for those who see legal entities.
+            None => entities,
         })
         .map(|r| {
             // Counted as retention::employees_covered counts.
@@ -265,8 +340,8 @@ pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Js
     responses(
         (status = 200, description = "Lifted; the hold stays as history. The next purge round takes the records whose retention is over", body = LegalHold),
         (status = 401, body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Missing scope or permission 5", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such hold, or on an employee not in the caller's groups", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Missing scope or permission 5; or a hold on a legal entity and the caller's visibility is limited to some groups (the hold covers every employee of it)", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such hold, on an employee not in the caller's groups, or on a legal entity without permission 6", body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "Lifted already", body = Problem, content_type = "application/problem+json"),
     ),
     security(("oauth2" = ["write"]))
@@ -282,11 +357,12 @@ pub async fn lift(
     let hold = retention::find_hold(&mut tx, id)
         .await?
         .ok_or(ApiError::NotFound)?;
-    if let Some(employee) = hold.employee_id {
-        employees::check_visible(&state, &caller, employee).await?;
+    let visibility = check_readable(&state, &caller, &hold).await?;
+    if let Some(entity) = hold.legal_entity_id {
+        check_entity_write(&state, &visibility, entity, "lift").await?;
     }
     let hold = retention::lift_hold(&mut tx, &caller.actor(), id).await?;
-    let hold = LegalHold::load(&mut tx, hold).await?;
+    let hold = LegalHold::load(&mut tx, &visibility, hold).await?;
     tx.commit().await?;
     Ok(Json(hold))
 }
@@ -298,7 +374,7 @@ pub async fn lift(
         (status = 200, description = "The hold, active or lifted (its `self` link)", body = LegalHold),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Missing scope or permission 5", body = Problem, content_type = "application/problem+json"),
-        (status = 404, description = "No such hold, or on an employee not in the caller's groups", body = Problem, content_type = "application/problem+json"),
+        (status = 404, description = "No such hold, on an employee not in the caller's groups, or on a legal entity without permission 6", body = Problem, content_type = "application/problem+json"),
     ),
     security(("oauth2" = ["read"]))
 )]
@@ -308,17 +384,29 @@ pub async fn get_one(
     id: Id,
 ) -> ApiResult<Json<LegalHold>> {
     // As the list: permission 5, scope read; a hold on an employee the
-    // caller does not see is not there.
+    // caller does not see is not there, nor one on a legal entity without
+    // permission 6.
     caller.require(Scope::Read, Permission::ApproveI9s)?;
     let id = id.get()?;
     let mut conn = state.pool.acquire().await?;
     let hold = retention::find_hold(&mut conn, id)
         .await?
         .ok_or(ApiError::NotFound)?;
+    let visibility = check_readable(&state, &caller, &hold).await?;
+    Ok(Json(LegalHold::load(&mut conn, &visibility, hold).await?))
+}
+
+/// `404` unless the caller may read `hold`, as the list shows it: one on an
+/// employee it sees, or one on a legal entity with permission 6 (read-only
+/// for a caller limited to some groups: [`check_entity_write`]). The
+/// caller's visibility.
+async fn check_readable(state: &AppState, caller: &Caller, hold: &Hold) -> ApiResult<Visibility> {
     if let Some(employee) = hold.employee_id {
-        employees::check_visible(&state, &caller, employee).await?;
+        employees::check_visible(state, caller, employee).await?;
+    } else if !caller.has(Permission::ViewLegalEntities) {
+        return Err(ApiError::NotFound);
     }
-    Ok(Json(LegalHold::load(&mut conn, hold).await?))
+    caller.visibility(&state.pool).await
 }
 
 /// The 410 of a purged record (`what`: `I-9` or `employee`): when it was
@@ -334,4 +422,17 @@ pub fn gone(what: &str, d: Option<retention::Destruction>) -> ApiError {
         ),
         None => format!("The {what} was purged at the end of its retention period."),
     })
+}
+
+/// The 410 of a re-hire (`PATCH /v1/employees/{id}` with `rehire: "yes"`)
+/// of a purged employee: [`gone`], and what to do instead (docs/retention.md,
+/// "What the API answers").
+pub fn gone_rehire(d: retention::Destruction) -> ApiError {
+    match gone("employee", Some(d)) {
+        ApiError::Gone(detail) => ApiError::Gone(format!(
+            "{detail} Its records were destroyed, so it cannot be re-hired: hire the person as a \
+             new employee (POST /v1/employees), with a new I-9."
+        )),
+        other => other,
+    }
 }

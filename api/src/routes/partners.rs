@@ -396,7 +396,9 @@ async fn replay_answer(
     }
     // No request: a re-hire recorded on Supplement B, answered without a link.
     let link = match replay.outcome.section1_request {
-        Some(request) => Some(section1_link(&mut conn, state, request).await?),
+        // `None` too when the I-9 it started was purged since (the
+        // employee re-hired): the link went with it (docs/retention.md).
+        Some(request) => section1_link(&mut conn, state, request).await?,
         None => None,
     };
     let answer = Section1Started {

@@ -103,26 +103,43 @@ impl I9Request {
     }
 }
 
+/// A stored Section 1 link, read again for a replay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoredLink {
+    /// The link (absolute), as the write that issued it answered.
+    Link(String),
+    /// The request is no longer stored: the I-9 it started was purged at
+    /// the end of its retention, and its link with it (docs/retention.md,
+    /// "What the API answers").
+    Gone,
+    /// The token no longer decrypts.
+    Undecryptable,
+}
+
 /// The Section 1 link of request `request`, as the write that issued it
-/// answered (for a replay; the token is kept encrypted). `None` when the
-/// token no longer decrypts.
+/// answered (for a replay; the token is kept encrypted).
 pub async fn section1_link(
     conn: &mut PgConnection,
     cipher: &DataCipher,
     public_base_url: &str,
     request: Uuid,
-) -> Result<Option<String>, sqlx::Error> {
-    let ciphertext = sqlx::query_scalar!(
+) -> Result<StoredLink, sqlx::Error> {
+    let Some(ciphertext) = sqlx::query_scalar!(
         "SELECT section1_token_ciphertext FROM i9_requests WHERE id = $1",
         request,
     )
-    .fetch_one(&mut *conn)
-    .await?;
+    .fetch_optional(&mut *conn)
+    .await?
+    else {
+        return Ok(StoredLink::Gone);
+    };
     Ok(cipher
         .decrypt(Purpose::Section1Token, &ciphertext)
         .ok()
         .and_then(|t| String::from_utf8(t).ok())
-        .map(|token| links::section1(public_base_url, &token)))
+        .map_or(StoredLink::Undecryptable, |token| {
+            StoredLink::Link(links::section1(public_base_url, &token))
+        }))
 }
 
 /// A Section 1 link issued anew by [`reissue`].

@@ -218,15 +218,21 @@ pub struct Round {
 }
 
 impl Round {
-    /// The round's log line: counts only, never personal data.
+    /// The round's log line: counts only, never personal data, e.g.
+    /// "purged 1 I-9 and 0 employees; kept by legal hold: 2".
     pub fn summary(&self) -> String {
         format!(
-            "purged {} I-9s and {} employees; kept by legal hold: {}",
-            self.i9s.len(),
-            self.employees.len(),
+            "purged {} and {}; kept by legal hold: {}",
+            counted(self.i9s.len(), "I-9", "I-9s"),
+            counted(self.employees.len(), "employee", "employees"),
             count_i9s(&self.kept),
         )
     }
+}
+
+/// `n` and its noun, `one` or `many`: "1 I-9", "0 I-9s", "2 employees".
+pub fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// When a round on `today` stamps what it purges (`purged_at` of the I-9s,
@@ -579,13 +585,18 @@ pub async fn lift_hold(tx: &mut PgConnection, actor: &Actor, id: i64) -> Result<
 }
 
 /// The audit entry `action` of `hold`, on the record it holds (so that it is
-/// in the employee's history), naming the hold.
+/// in the employee's history), naming the hold and what it is on
+/// (`employee` or `legalEntity`): the history shows both
+/// (docs/api.md, "History of a record"). Never the reason.
 fn hold_entry<'a>(action: &'a str, hold: &Hold) -> Entry<'a> {
-    let entry = match (hold.employee_id, hold.legal_entity_id) {
-        (Some(e), _) => Entry::new(action, "employee", e),
-        (None, l) => Entry::new(action, "legal_entity", l.unwrap_or_default()),
+    let (entry, on) = match (hold.employee_id, hold.legal_entity_id) {
+        (Some(e), _) => (Entry::new(action, "employee", e), "employee"),
+        (None, l) => (
+            Entry::new(action, "legal_entity", l.unwrap_or_default()),
+            "legalEntity",
+        ),
     };
-    entry.detail(json!({"legalHoldId": hold.id}))
+    entry.detail(json!({"legalHoldId": hold.id, "on": on}))
 }
 
 /// Legal hold `id`.
@@ -605,16 +616,23 @@ pub async fn find_hold(conn: &mut PgConnection, id: i64) -> Result<Option<Hold>,
 /// employees not purged whose legal entity (`employees.legal_entity_id`,
 /// which is also their I-9s' legal entity: an I-9 has none of its own) is
 /// the held one for a hold on a legal entity (docs/retention.md, "Legal
-/// holds").
+/// holds"). Only those of groups `groups` (`None`: every group) and, for a
+/// partner client `client`, created through it: what the caller sees.
 pub async fn employees_covered<'e>(
     db: impl sqlx::PgExecutor<'e>,
     hold: &Hold,
+    groups: Option<&[i64]>,
+    client: Option<i64>,
 ) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar!(
         r#"SELECT count(*) AS "n!" FROM employees e
-           WHERE e.purged_at IS NULL AND (e.id = $1 OR e.legal_entity_id = $2)"#,
+           WHERE e.purged_at IS NULL AND (e.id = $1 OR e.legal_entity_id = $2)
+             AND ($3::BIGINT[] IS NULL OR e.location_id = ANY($3))
+             AND ($4::BIGINT IS NULL OR e.integration_client_id = $4)"#,
         hold.employee_id,
         hold.legal_entity_id,
+        groups,
+        client,
     )
     .fetch_one(db)
     .await

@@ -668,7 +668,7 @@ async fn what_a_legal_hold_keeps_is_listed_and_counted() {
         .unwrap();
     assert_eq!(
         round.summary(),
-        "purged 2 I-9s and 1 employees; kept by legal hold: 0"
+        "purged 2 I-9s and 1 employee; kept by legal hold: 0"
     );
 }
 
@@ -1100,4 +1100,453 @@ async fn a_legal_entity_hold_covers_exactly_the_employees_of_that_entity() {
     assert_eq!(purged, vec![i9s[1]], "only the I-9 of no legal entity");
     let kept: Vec<i64> = round.kept.iter().map(|k| k.i9_id).collect();
     assert_eq!(kept, vec![i9s[0], i9s[2]]);
+}
+
+/// Legal holds, and the employees and I-9s active or lifted.
+async fn holds_state(app: &TestApp) -> (i64, i64, i64) {
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM legal_holds),
+                (SELECT count(*) FROM legal_holds WHERE lifted_at IS NULL),
+                (SELECT count(*) FROM audit_log WHERE action LIKE 'legal\\_hold.%')",
+    )
+    .fetch_one(app.pool())
+    .await
+    .unwrap()
+}
+
+/// A hold on a legal entity covers every employee of it, in every group and
+/// those who join it later: a user limited to some groups (west.hr, West
+/// Region) may neither set nor lift one (403, saying why), reads it with
+/// the employees it sees counted, and keeps setting and lifting holds on the
+/// employees it sees (docs/retention.md, "Who may hold a legal entity").
+#[tokio::test]
+async fn a_user_limited_to_some_groups_may_not_set_or_lift_a_legal_entity_hold() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let west = app.token(i9_tests::WEST_HR).await;
+    let aisha = app.employee_id("EMP-1003").await; // acme-labs, Boston: not West's
+    let james = app.employee_id("EMP-1002").await; // acme-us, Seattle: West's
+    let labs: i64 = app
+        .count("SELECT legal_entity_id FROM employees WHERE id = $1", aisha)
+        .await;
+    let us: i64 = app
+        .count("SELECT legal_entity_id FROM employees WHERE id = $1", james)
+        .await;
+    assert_eq!(
+        app.get(&format!("/v1/employees/{aisha}"), &west)
+            .await
+            .status(),
+        404,
+        "west.hr does not see Aisha"
+    );
+    let r = app
+        .post_json(
+            &format!("/v1/eins/{labs}/legal-holds"),
+            &admin,
+            &json!({"reason": "DOL audit 2027"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let hold: Value = r.json().await.unwrap();
+    assert_eq!(hold["employeesCovered"], 1);
+    let path = format!("/v1/legal-holds/{}", hold["id"]);
+    let before = holds_state(&app).await;
+    assert_eq!(before, (1, 1, 1));
+
+    // Lifting it: 403, why, and nothing written.
+    let r = delete(&app, &path, &west).await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(r.headers()["content-type"], "application/problem+json");
+    let body: Value = r.json().await.unwrap();
+    let detail = body["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("every employee") && detail.contains("permission 11"),
+        "{body}"
+    );
+    assert_eq!(holds_state(&app).await, before, "still active, not audited");
+    // Setting one: 403 too, even on acme-us, whose employees it sees today
+    // (one may join it in another group tomorrow); 404 for no such entity.
+    for entity in [labs, us] {
+        let r = app
+            .post_json(
+                &format!("/v1/eins/{entity}/legal-holds"),
+                &west,
+                &json!({"reason": "DOL audit 2027"}),
+            )
+            .await;
+        assert_eq!(r.status(), 403, "{entity}");
+    }
+    let r = app
+        .post_json(
+            "/v1/eins/999999/legal-holds",
+            &west,
+            &json!({"reason": "DOL audit 2027"}),
+        )
+        .await;
+    assert_eq!(r.status(), 404);
+    assert_eq!(holds_state(&app).await, before, "nothing set");
+
+    // Read-only: listed and read, counting only the employees it sees.
+    let read = app.get_json(&path, &west).await;
+    assert_eq!(
+        (read["active"].clone(), read["employeesCovered"].clone()),
+        (json!(true), json!(0))
+    );
+    let listed = app.get_json("/v1/legal-holds", &west).await;
+    assert_eq!(listed["total"], 1);
+    assert_eq!(listed["searchResult"][0]["employeesCovered"], 0);
+
+    // Holds on the employees it sees stay its own to set and lift; on one it
+    // does not see, 404.
+    let r = app
+        .post_json(
+            &format!("/v1/employees/{james}/legal-holds"),
+            &west,
+            &json!({"reason": "Litigation matter 2026-114"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let on_james: Value = r.json().await.unwrap();
+    let r = delete(&app, &format!("/v1/legal-holds/{}", on_james["id"]), &west).await;
+    assert_eq!(r.status(), 200);
+    let r = app
+        .post_json(
+            &format!("/v1/employees/{aisha}/legal-holds"),
+            &west,
+            &json!({"reason": "Litigation matter 2026-114"}),
+        )
+        .await;
+    assert_eq!(r.status(), 404);
+
+    // The unrestricted administrator lifts it.
+    let r = delete(&app, &path, &admin).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(holds_state(&app).await, (2, 0, 4));
+}
+
+/// A hold on a purged employee answers 410 as the employee does, and
+/// writes nothing.
+#[tokio::test]
+async fn a_hold_on_a_purged_employee_is_gone() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await;
+    app.insert_i9(james, "Approved").await;
+    let round = retention::purge_round(app.pool(), day("2030-01-01"), PurgedBy::Worker)
+        .await
+        .unwrap();
+    assert_eq!(round.employees, vec![james]);
+    let r = app
+        .post_json(
+            &format!("/v1/employees/{james}/legal-holds"),
+            &token,
+            &json!({"reason": "Litigation matter 2026-114"}),
+        )
+        .await;
+    assert_eq!(r.status(), 410);
+    assert_eq!(r.headers()["content-type"], "application/problem+json");
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["type"], "/problems/purged");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("purged on 2030-01-01") && detail.contains(RULE),
+        "{body}"
+    );
+    assert!(!detail.contains("Chen"), "no personal data: {body}");
+    assert_eq!(holds_state(&app).await, (0, 0, 0), "nothing written");
+}
+
+/// The history of an employee names the hold of each `legal_hold.set` and
+/// `legal_hold.lift` entry (its id, what it is on); other entries none.
+#[tokio::test]
+async fn the_history_names_the_hold_set_and_lifted() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await;
+    let r = app
+        .post_json(
+            &format!("/v1/employees/{james}/legal-holds"),
+            &token,
+            &json!({"reason": "Litigation matter 2026-114"}),
+        )
+        .await;
+    assert_eq!(r.status(), 201);
+    let hold: Value = r.json().await.unwrap();
+    let r = delete(&app, &format!("/v1/legal-holds/{}", hold["id"]), &token).await;
+    assert_eq!(r.status(), 200);
+    app.get_json(&format!("/v1/employees/{james}"), &token)
+        .await; // an ssn.read, naming no hold
+    let history = app
+        .get_json(&format!("/v1/employees/{james}/history"), &token)
+        .await;
+    let entries = history["searchResult"].as_array().unwrap();
+    let named: Vec<(&str, &Value)> = entries
+        .iter()
+        .filter(|e| !e["legalHold"].is_null())
+        .map(|e| (e["action"].as_str().unwrap(), &e["legalHold"]))
+        .collect();
+    let expected = json!({"id": hold["id"], "on": "employee"});
+    assert_eq!(
+        named,
+        vec![
+            ("legal_hold.lift", &expected),
+            ("legal_hold.set", &expected)
+        ],
+        "newest first"
+    );
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["action"] == "ssn.read" && e["legalHold"].is_null()),
+        "{history}"
+    );
+    let reason = "Litigation matter";
+    assert!(!history.to_string().contains(reason), "never the reason");
+}
+
+/// A re-hire of a purged employee answers 410 saying to hire the person as a
+/// new employee.
+#[tokio::test]
+async fn a_rehire_of_a_purged_employee_says_to_hire_a_new_employee() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let james = app.employee_id("EMP-1002").await;
+    app.insert_i9(james, "Approved").await;
+    retention::purge_round(app.pool(), day("2030-01-01"), PurgedBy::Worker)
+        .await
+        .unwrap();
+    let periods = app
+        .count(
+            "SELECT count(*) FROM employment_periods WHERE employee_id = $1",
+            james,
+        )
+        .await;
+    let r = app
+        .patch_json(
+            &format!("/v1/employees/{james}"),
+            &token,
+            &json!({"firstName": "James", "lastName": "Chen", "locationId": 1,
+                    "rehire": "yes", "startDate": "2030-02-01"}),
+        )
+        .await;
+    assert_eq!(r.status(), 410);
+    let body: Value = r.json().await.unwrap();
+    let detail = body["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("destroyed") && detail.contains("new employee (POST /v1/employees)"),
+        "{body}"
+    );
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM employment_periods WHERE employee_id = $1",
+            james
+        )
+        .await,
+        periods,
+        "no new period"
+    );
+}
+
+/// The round's line counts in words that agree with the numbers.
+#[test]
+fn the_rounds_line_pluralizes() {
+    let due = |id| retention::Due {
+        i9_id: id,
+        employee_id: 1,
+        legal_entity_id: None,
+        retention_date: day("2028-01-13"),
+    };
+    let round = retention::Round {
+        i9s: vec![due(1)],
+        employees: vec![1],
+        kept: vec![],
+    };
+    assert_eq!(
+        round.summary(),
+        "purged 1 I-9 and 1 employee; kept by legal hold: 0"
+    );
+    let round = retention::Round {
+        i9s: vec![due(1), due(2)],
+        employees: vec![],
+        kept: vec![],
+    };
+    assert_eq!(
+        round.summary(),
+        "purged 2 I-9s and 0 employees; kept by legal hold: 0"
+    );
+}
+
+/// The worker logs one line every round, also one that purges and keeps
+/// nothing: its day and the counts.
+#[tokio::test]
+async fn the_worker_logs_every_round() {
+    use std::sync::{Arc, Mutex};
+    use tracing_subscriber::util::SubscriberInitExt;
+
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let app = spawn_app_with(|c| {
+        c.clock_offset_days = (day("2030-01-01") - chrono::Utc::now().date_naive()).num_days();
+        c.records_purge_interval = std::time::Duration::from_secs(1);
+    })
+    .await;
+    let captured = Captured::default();
+    let writer = captured.clone();
+    // This test's runtime has one thread: the worker's task logs here.
+    let _guard = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_env_filter("i9_workers=info")
+        .with_writer(move || writer.clone())
+        .finish()
+        .set_default();
+    let lines = || {
+        String::from_utf8(captured.0.lock().unwrap().clone())
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains("purge round of"))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let job = tokio::spawn(i9_workers::retention::run(
+        app.pool().clone(),
+        app.config.clone(),
+        app.stop_signal(),
+    ));
+    eventually("two rounds logged", || async { lines().len() >= 2 }).await;
+    job.abort();
+    let today = app.config.today();
+    let quiet =
+        format!("purge round of {today}: purged 0 I-9s and 0 employees; kept by legal hold: 0");
+    let lines = lines();
+    assert!(lines.iter().all(|l| l.contains(" INFO ")), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.contains(&quiet)),
+        "a round with nothing to do logs too: {lines:?}"
+    );
+}
+
+/// A replay of a create whose employee was re-hired and whose first I-9 was
+/// purged since (the employee not): the first answer again, without the
+/// Section 1 link that went with the I-9; never a 500.
+#[tokio::test]
+async fn a_replayed_create_whose_i9_alone_was_purged_answers_without_the_link() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let body = json!({"firstName": "Ana", "lastName": "Diaz", "locationId": 3,
+                      "startDate": "2026-11-05", "createI9": "yes",
+                      "emailAddress": "ana.diaz@mail.example"});
+    let send = || {
+        app.http
+            .post(app.url("/v1/employees"))
+            .bearer_auth(&token)
+            .header("idempotency-key", "hire-ana")
+            .json(&body)
+            .send()
+    };
+    let first = send().await.unwrap();
+    assert_eq!(first.status(), 201);
+    let first: Value = first.json().await.unwrap();
+    assert!(first["i9FormSection1Link"].is_string(), "{first}");
+    let ana = first["id"].as_i64().unwrap();
+    purge_i9_after_rehire(&app, &token, ana).await;
+    let footprint = counts(&app).await;
+    let again = send().await.unwrap();
+    assert_eq!(again.status(), 201);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["id"], ana);
+    assert!(again["i9FormSection1Link"].is_null(), "{again}");
+    assert_eq!(counts(&app).await, footprint, "nothing written");
+}
+
+/// The same for the partner operation's replay.
+#[tokio::test]
+async fn a_replayed_partner_call_whose_i9_alone_was_purged_answers_without_the_link() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let partner = crate::partners::partner_token(&app).await;
+    let send = || {
+        app.http
+            .post(app.url("/v1/partners/i9s/section1"))
+            .bearer_auth(&partner)
+            .header("idempotency-key", "ats-req-9")
+            .json(&crate::partners::candidate("cand-9"))
+            .send()
+    };
+    let first = send().await.unwrap();
+    assert_eq!(first.status(), 201);
+    let first: Value = first.json().await.unwrap();
+    assert!(first["i9Section1Link"].is_string(), "{first}");
+    let ana = first["id"].as_i64().unwrap();
+    purge_i9_after_rehire(&app, &admin, ana).await;
+    let footprint = counts(&app).await;
+    let again = send().await.unwrap();
+    assert_eq!(again.status(), 201);
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    let again: Value = again.json().await.unwrap();
+    assert_eq!(again["id"], ana);
+    assert!(again["i9Section1Link"].is_null(), "{again}");
+    assert_eq!(counts(&app).await, footprint, "nothing written");
+}
+
+/// The I-9 that `employee`'s Section 1 link started, approved; the employee
+/// terminated and re-hired; the round purges that I-9 and not the employee.
+async fn purge_i9_after_rehire(app: &TestApp, token: &str, employee: i64) {
+    let i9 = app.insert_i9(employee, "Approved").await;
+    sqlx::query("UPDATE i9_requests SET i9_id = $2 WHERE employee_id = $1")
+        .bind(employee)
+        .bind(i9)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    // The I-9 of the first period (as the worker records it): it keeps that
+    // period's retention date through the re-hire.
+    sqlx::query(
+        "UPDATE i9s SET employment_period_id =
+             (SELECT min(id) FROM employment_periods WHERE employee_id = $1)
+         WHERE id = $2",
+    )
+    .bind(employee)
+    .bind(i9)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    patch(
+        app,
+        token,
+        employee,
+        json!({"terminatedDate": "2026-12-31"}),
+    )
+    .await;
+    patch(
+        app,
+        token,
+        employee,
+        json!({"rehire": "yes", "startDate": "2027-02-01"}),
+    )
+    .await;
+    let round = retention::purge_round(app.pool(), day("2030-01-01"), PurgedBy::Worker)
+        .await
+        .unwrap();
+    let purged: Vec<i64> = round.i9s.iter().map(|d| d.i9_id).collect();
+    assert_eq!(purged, vec![i9]);
+    assert!(round.employees.is_empty(), "the employee works here again");
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM i9_requests WHERE employee_id = $1",
+            employee
+        )
+        .await,
+        0,
+        "the link went with the I-9"
+    );
 }

@@ -207,7 +207,7 @@ async fn replay_create(
         return Err(super::super::legal_holds::gone("employee", Some(d)));
     }
     if let Some(request) = replay.outcome.section1_request {
-        rec.i9_form_section1_link = Some(section1_link(&mut conn, state, request).await?);
+        rec.i9_form_section1_link = section1_link(&mut conn, state, request).await?;
     }
     replay.respond(&rec)
 }
@@ -267,9 +267,14 @@ pub async fn update(
     else {
         return Err(ApiError::NotFound);
     };
-    // A purged employee is gone: nothing is written to it (docs/retention.md).
+    // A purged employee is gone: nothing is written to it; a re-hire is told
+    // to hire the person as a new employee (docs/retention.md).
     if let Some(d) = retention::employee_destruction(&mut *tx, id).await? {
-        return Err(super::super::legal_holds::gone("employee", Some(d)));
+        return Err(if change.rehire {
+            super::super::legal_holds::gone_rehire(d)
+        } else {
+            super::super::legal_holds::gone("employee", Some(d))
+        });
     }
     ssn_writes::admit(&state, &caller, fields.new_ssn()).await?;
     // One 422 names every field: a missing reference with what the stored
@@ -543,15 +548,24 @@ pub async fn check_unique(
 }
 
 /// The Section 1 link of the I-9 request `request`, as the write that issued
-/// it answered (for a replay).
+/// it answered (for a replay); `None` when the I-9 it started was purged
+/// since, the link with it (docs/api.md, "Idempotency").
 pub async fn section1_link(
     conn: &mut PgConnection,
     state: &AppState,
     request: uuid::Uuid,
-) -> ApiResult<String> {
-    i9_request::section1_link(conn, &state.cipher, &state.config.public_base_url, request)
+) -> ApiResult<Option<String>> {
+    match i9_request::section1_link(conn, &state.cipher, &state.config.public_base_url, request)
         .await?
-        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("a Section 1 token does not decrypt")))
+    {
+        i9_request::StoredLink::Link(link) => Ok(Some(link)),
+        // Its I-9 was purged since (the employee was re-hired, so it was
+        // not): the link went with it (docs/retention.md).
+        i9_request::StoredLink::Gone => Ok(None),
+        i9_request::StoredLink::Undecryptable => Err(ApiError::Internal(anyhow::anyhow!(
+            "a Section 1 token does not decrypt"
+        ))),
+    }
 }
 
 /// Why the one-statement create failed, in the caller's terms: a missing
