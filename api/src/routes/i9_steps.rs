@@ -22,7 +22,7 @@ use i9_common::{
     },
     models::{
         i9::{self as lifecycle, Document, Documents, Employer, Section2 as Section2Input},
-        supplement_b::missing_expiration,
+        supplement_b::expiration_required,
     },
 };
 use serde::Deserialize;
@@ -503,7 +503,7 @@ impl Section2 {
                 false
             }
         };
-        let a1 = DocumentFields {
+        let mut a1 = DocumentFields {
             prefix: "listA1Doc",
             title: self.list_a1_doc_title,
             issuer: self.list_a1_doc_issuer,
@@ -527,7 +527,7 @@ impl Section2 {
             expiration: self.list_a3_doc_expiration,
         }
         .read(&mut p, today, ListA::title);
-        let b = DocumentFields {
+        let mut b = DocumentFields {
             prefix: "listBDoc",
             title: self.list_b_doc_title,
             issuer: self.list_b_doc_issuer,
@@ -535,7 +535,7 @@ impl Section2 {
             expiration: self.list_b_doc_expiration,
         }
         .read(&mut p, today, ListB::title);
-        let c = DocumentFields {
+        let mut c = DocumentFields {
             prefix: "listCDoc",
             title: self.list_c_doc_title,
             issuer: self.list_c_doc_issuer,
@@ -627,22 +627,21 @@ impl Section2 {
                 );
             }
         }
-        // An EAD or a temporary I-551 without its expiration would never be
-        // reverified (docs/reverification.md, "Reverification").
-        if let Some(first) = a1.as_ref().and_then(Option::as_ref) {
-            let receipt = receipts.iter().any(|(doc, r)| *doc == "listA1Doc" && *r);
-            if let Some(message) = missing_expiration(&first.title, first.expiration, receipt)
-                .filter(|_| !p.names("listA1DocExpiration"))
-            {
-                rule(&mut p, "listA1DocExpiration", "required", &message);
-            }
-        }
-        let receipt = receipts.iter().any(|(_, r)| *r);
         // Each document remembers whether it is the receipt.
-        let (mut a1, mut b, mut c) = (a1, b, c);
         for (doc, (_, is_receipt)) in [&mut a1, &mut b, &mut c].into_iter().zip(receipts) {
             if let Some(Some(d)) = doc {
                 d.receipt = is_receipt;
+            }
+        }
+        let receipt = receipts.iter().any(|(_, r)| *r);
+        // An EAD or a temporary I-551 without its expiration would never be
+        // reverified (docs/reverification.md, "Reverification"); one given
+        // but refused (expired) is not also missing.
+        if let Some(first) = a1.as_ref().and_then(Option::as_ref) {
+            if first.expiration.is_none() && !p.names("listA1DocExpiration") {
+                if let Some(message) = expiration_required(&first.title, first.receipt) {
+                    rule(&mut p, "listA1DocExpiration", "required", &message);
+                }
             }
         }
         let first_name = p.required("employerFirstName", self.employer_first_name);

@@ -18,7 +18,7 @@ use i9_common::{
         Field, FromJson, Invalid, Permission, Required, Scope,
     },
     models::supplement_b::{
-        self as model, missing_expiration, DocumentList, Kind, NewName, Presented, Recorded,
+        self as model, expiration_required, DocumentList, Kind, NewName, Presented, Recorded,
         Reverification, Signed,
     },
 };
@@ -222,7 +222,6 @@ impl SupplementB {
         let receipt = p
             .optional("documentReceipt", self.document_receipt)
             .unwrap_or(false);
-        let given = !matches!(self.document_expiration, Field::Absent | Field::Null);
         let expiration = match p.optional("documentExpiration", self.document_expiration) {
             Some(CalendarDate(d)) if d < today => {
                 p.push(
@@ -243,9 +242,10 @@ impl SupplementB {
             }
             d => d.map(|d| d.0),
         };
+        // One given but refused (expired) is not also missing.
         if let Some(message) = title
-            .filter(|_| !given)
-            .and_then(|t| missing_expiration(t.title(), None, receipt))
+            .filter(|_| expiration.is_none() && !p.names("documentExpiration"))
+            .and_then(|t| expiration_required(t.title(), receipt))
         {
             p.push("documentExpiration", Invalid::new("required", message));
         }

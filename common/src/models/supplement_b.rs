@@ -156,14 +156,10 @@ pub const ALWAYS_EXPIRE: [&str; 2] = [
     TEMPORARY_I551,
 ];
 
-/// Why a document titled `title`, given `expiration` and whether it is a
-/// receipt, needs its expiration: the message of a `required`, or `None`.
-pub fn missing_expiration(
-    title: &str,
-    expiration: Option<NaiveDate>,
-    receipt: bool,
-) -> Option<String> {
-    (expiration.is_none() && !receipt && ALWAYS_EXPIRE.contains(&title)).then(|| {
+/// Why a document titled `title` (a `receipt` or not) must be recorded
+/// with its expiration: the message of a `required`, or `None`.
+pub fn expiration_required(title: &str, receipt: bool) -> Option<String> {
+    (!receipt && ALWAYS_EXPIRE.contains(&title)).then(|| {
         format!(
             "This document ({title}) always has an expiration date: give it (reverification \
              falls due on it)."
