@@ -272,6 +272,15 @@ pub async fn section1(
             // a pending request keeps the data it was requested with. A
             // re-hire on Supplement B needs the latest I-9 completed, and
             // says so (below) rather than parking it.
+            // An open E-Verify case is not parked: the employer closes it
+            // (docs/everify.md, "Unresolved verification records").
+            if !on_supplement_b {
+                if let Some(case @ employee::I9Blocker::UnresolvedCase { .. }) =
+                    employee::i9_blocker(&mut tx, id).await?
+                {
+                    return Err(ApiError::Conflict(case.message()));
+                }
+            }
             if !on_supplement_b {
                 i9::park_for_rehire(
                     &mut tx,

@@ -820,17 +820,54 @@ async fn insert_period(
     .await
 }
 
-/// Whether `employee` has an open I-9, or one being created.
-pub async fn has_open_i9(conn: &mut PgConnection, employee: i64) -> Result<bool, sqlx::Error> {
+/// Why `employee` cannot get a new I-9 now (service-spec, the rules for
+/// `createI9`): an open I-9 (or one being created), or an unresolved
+/// verification record, an E-Verify case not yet closed (docs/everify.md,
+/// "Unresolved verification records"). `None`: it can.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum I9Blocker {
+    OpenI9,
+    UnresolvedCase { case_id: i64 },
+}
+
+impl I9Blocker {
+    /// The 409's message, naming the case (whoever sees the employee sees
+    /// its cases) and what the caller can do about it.
+    pub fn message(&self) -> String {
+        match self {
+            Self::OpenI9 => {
+                "The employee has an open I-9 (or one being created); finish or park it first."
+                    .to_owned()
+            }
+            Self::UnresolvedCase { case_id } => format!(
+                "The employee has an unresolved verification record: E-Verify case {case_id} \
+                 (/v1/everify-cases/{case_id}) is not closed. Finish or close it first \
+                 (docs/everify.md)."
+            ),
+        }
+    }
+}
+
+/// What keeps `employee` from a new I-9, if anything ([`I9Blocker`]).
+pub async fn i9_blocker(
+    conn: &mut PgConnection,
+    employee: i64,
+) -> Result<Option<I9Blocker>, sqlx::Error> {
     let open = I9Status::OPEN.map(I9Status::as_str);
-    sqlx::query_scalar!(
+    let row = sqlx::query!(
         r#"SELECT EXISTS (SELECT 1 FROM i9s WHERE employee_id = $1 AND status = ANY($2))
-               OR EXISTS (SELECT 1 FROM i9_requests WHERE employee_id = $1 AND i9_id IS NULL) AS "open!""#,
+               OR EXISTS (SELECT 1 FROM i9_requests WHERE employee_id = $1 AND i9_id IS NULL) AS "open!",
+                  (SELECT min(id) FROM everify_cases WHERE employee_id = $1 AND status <> 'Closed') AS "case_id""#,
         employee,
         &open[..] as &[&str],
     )
     .fetch_one(&mut *conn)
-    .await
+    .await?;
+    Ok(match (row.open, row.case_id) {
+        (true, _) => Some(I9Blocker::OpenI9),
+        (false, Some(case_id)) => Some(I9Blocker::UnresolvedCase { case_id }),
+        (false, None) => None,
+    })
 }
 
 /// 409 when `email`, the login a `createLogin` would create, is taken.

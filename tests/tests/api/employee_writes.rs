@@ -954,6 +954,79 @@ async fn create_i9_yes_conflicts_with_an_open_i9_and_if_allowed_does_not() {
     assert_eq!(counts(&app).await.3, 1);
 }
 
+/// An unresolved verification record (an E-Verify case not closed) blocks a
+/// new I-9 as an open I-9 does (service-spec, the rules for `createI9`):
+/// `yes` is a 409 naming the case and writes nothing, `if allowed` writes
+/// and adds no I-9; once the case is closed, `yes` requests one.
+#[tokio::test]
+async fn an_unresolved_everify_case_blocks_create_i9_yes_and_skips_if_allowed() {
+    let app = spawn_app().await;
+    let token = app.token(ADMIN).await;
+    let maria = app.employee_id("EMP-1001").await;
+    let done = app.insert_i9(maria, "Completed").await;
+    let entity: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(e.legal_entity_id, (SELECT min(id) FROM legal_entities)) FROM employees e WHERE e.id = $1",
+    )
+    .bind(maria)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    let case: i64 = sqlx::query_scalar(
+        "INSERT INTO everify_cases (i9_id, employee_id, legal_entity_id, program, case_number, status,
+                                    result, agency, created_on, created_by_user_id, creator_name)
+         VALUES ($1, $2, $3, 'simulator', $4, 'Tentative Nonconfirmation', 'Tentative Nonconfirmation',
+                 'DHS', DATE '2026-11-05', 1, 'Admin') RETURNING id",
+    )
+    .bind(done)
+    .bind(maria)
+    .bind(entity)
+    .bind("SIM000000000001")
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    let portland = app.group_id("Portland Warehouse").await;
+    let path = format!("/v1/employees/{maria}");
+    let before = counts(&app).await;
+    for choice in ["createI9", "createRemotehireI9"] {
+        let body = json!({"firstName": "Maria", "lastName": "Lopez", "locationId": portland, "jobTitle": "Changed", choice: "yes"});
+        let p = problem(app.patch_json(&path, &token, &body).await, 409).await;
+        let detail = p["detail"].as_str().unwrap();
+        assert!(
+            detail.contains("unresolved verification record")
+                && detail.contains(&format!("/v1/everify-cases/{case}")),
+            "{detail}"
+        );
+    }
+    assert_eq!(
+        counts(&app).await,
+        before,
+        "nothing of a refused request is written"
+    );
+
+    let body = json!({"firstName": "Maria", "lastName": "Lopez", "locationId": portland, "jobTitle": "Changed", "createI9": "if allowed"});
+    let r = app.patch_json(&path, &token, &body).await;
+    assert_eq!(r.status(), 200);
+    let rec: Value = r.json().await.unwrap();
+    assert_eq!(
+        (rec["jobTitle"].as_str(), &rec["i9FormSection1Link"]),
+        (Some("Changed"), &Value::Null)
+    );
+    assert_eq!(counts(&app).await.3, 0, "no I-9 requested");
+
+    // Closed, the case no longer blocks: exactly one I-9 is requested.
+    sqlx::query(
+        "UPDATE everify_cases SET status = 'Closed', closed_on = DATE '2026-11-20',
+                closure_reason = 'EMPLOYEE_CONTINUES_TO_WORK_AFTER_FNC' WHERE id = $1",
+    )
+    .bind(case)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let body = json!({"firstName": "Maria", "lastName": "Lopez", "locationId": portland, "createI9": "yes"});
+    assert_eq!(app.patch_json(&path, &token, &body).await.status(), 200);
+    assert_eq!(counts(&app).await.3, 1);
+}
+
 #[tokio::test]
 async fn an_idempotency_key_replays_the_first_response() {
     let app = spawn_app().await;

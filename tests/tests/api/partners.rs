@@ -1090,6 +1090,71 @@ async fn footprint(app: &TestApp, id: i64) -> [i64; 6] {
     out
 }
 
+/// A terminated candidate whose E-Verify case is still open (an unresolved
+/// verification record) is not re-hired with a new I-9: 409 naming the case,
+/// nothing written (docs/api.md, "I-9s"). Closed, the same push re-hires.
+#[tokio::test]
+async fn a_terminated_candidate_with_an_open_everify_case_is_a_409() {
+    let app = spawn_app().await;
+    let token = partner_token(&app).await;
+    let first: Value = push(&app, &token, &candidate("cand-ev"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let id = first["id"].as_i64().unwrap();
+    sqlx::query("DELETE FROM i9_requests WHERE employee_id = $1")
+        .bind(id)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let i9 = app.insert_i9(id, "Completed").await;
+    let case: i64 = sqlx::query_scalar(
+        "INSERT INTO everify_cases (i9_id, employee_id, legal_entity_id, program, case_number, status,
+                                    created_on, created_by_user_id, creator_name)
+         VALUES ($1, $2, (SELECT min(id) FROM legal_entities), 'simulator', $3, 'Referred',
+                 DATE '2026-11-05', 1, 'Admin') RETURNING id",
+    )
+    .bind(i9)
+    .bind(id)
+    .bind("SIM000000000002")
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    terminate(&app, id, "2026-12-20").await;
+    let mut again = candidate("cand-ev");
+    again["startDate"] = json!("2027-03-01");
+    let before = footprint(&app, id).await;
+    let r = push(&app, &token, &again).await;
+    assert_eq!(r.status(), 409);
+    let p: Value = r.json().await.unwrap();
+    let detail = p["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!("E-Verify case {case}")),
+        "{detail}"
+    );
+    assert_eq!(footprint(&app, id).await, before, "nothing written");
+
+    sqlx::query(
+        "UPDATE everify_cases SET status = 'Closed', closed_on = DATE '2026-12-20',
+                closure_reason = 'EMPLOYEE_QUIT' WHERE id = $1",
+    )
+    .bind(case)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(push(&app, &token, &again).await.status(), 201);
+    assert_eq!(
+        app.count(
+            "SELECT count(*) FROM i9_requests WHERE employee_id = $1",
+            id
+        )
+        .await,
+        1,
+        "one new I-9 requested"
+    );
+}
+
 /// A candidate whose employee is still employed is a 409 whatever its I-9
 /// (none open: approved, parked): the partner trial's active employee with a
 /// closed I-9 silently got a second one. Nothing is written.

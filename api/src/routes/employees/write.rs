@@ -328,14 +328,13 @@ pub async fn update(
     }
     let i9_allowed = match change.i9 {
         Some(wish) => {
-            let open = employee::has_open_i9(&mut tx, id).await?;
-            if open && !wish.if_allowed {
-                return Err(ApiError::Conflict(
-                    "The employee has an open I-9 (or one being created); finish or park it first."
-                        .into(),
-                ));
+            // `yes` refuses, `if allowed` adds no I-9 (service-spec, rules).
+            match employee::i9_blocker(&mut tx, id).await? {
+                Some(blocker) if !wish.if_allowed => {
+                    return Err(ApiError::Conflict(blocker.message()))
+                }
+                blocker => blocker.is_none(),
             }
-            !open
         }
         None => false,
     };
