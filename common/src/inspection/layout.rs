@@ -238,6 +238,8 @@ impl Doc {
             self.y -= LEADING;
             self.text_at(MARGIN, self.y, &line, Font::Regular, SIZE);
         }
+        // Room for the descenders before what follows (a table's shading).
+        self.y -= 4.0;
     }
 
     /// Labelled values, two pairs to a row (label above value), as the

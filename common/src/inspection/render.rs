@@ -8,7 +8,7 @@ use super::{
     layout::{Doc, TEXT_WIDTH},
     InspectionRecord,
 };
-use crate::domain::ssn_mask::mask_last4;
+use crate::{domain::ssn_mask::mask_last4, models::audit::api_field};
 
 /// What an empty field shows.
 const NONE: &str = "\u{2014}";
@@ -251,7 +251,7 @@ pub fn render_counted(record: &InspectionRecord) -> (Vec<u8>, usize) {
         doc.paragraph("No document recorded.");
     } else {
         doc.table(
-            &[40.0, 170.0, 110.0, 100.0, 50.0, TEXT_WIDTH - 470.0],
+            &[34.0, 166.0, 106.0, 100.0, 62.0, TEXT_WIDTH - 468.0],
             &[
                 "List",
                 "Document title",
@@ -448,7 +448,11 @@ pub fn render_counted(record: &InspectionRecord) -> (Vec<u8>, usize) {
                         stamp(Some(a.occurred_at)),
                         a.action.clone(),
                         by,
-                        a.fields.join(", "),
+                        a.fields
+                            .iter()
+                            .map(|f| api_field(f))
+                            .collect::<Vec<_>>()
+                            .join(", "),
                     ]
                 })
                 .collect();
