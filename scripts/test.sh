@@ -17,6 +17,17 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
     { $sudo_ apt-get update -q >/dev/null && $sudo_ apt-get install -y -q chromium chromium-driver >/dev/null; }
 fi
 
+# The inspection PDF test reads the text of a rendered PDF with pdftotext
+# (poppler-utils; docs/inspection.md).
+if ! command -v pdftotext >/dev/null; then
+  echo "installing poppler-utils for the inspection PDF test..."
+  sudo_=""
+  [ "$(id -u)" -eq 0 ] || sudo_="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo_ apt-get install -y -q poppler-utils >/dev/null 2>&1 ||
+    { $sudo_ apt-get update -q >/dev/null && $sudo_ apt-get install -y -q poppler-utils >/dev/null; }
+fi
+
 # Every log line of the run (the tests' in-process API and workers at debug
 # level, and the stderr of the binaries they start) is kept here, then
 # scanned for SSNs, passwords, secrets, tokens and keys (tests/src/log_scan.rs).

@@ -1,5 +1,6 @@
 //! `i9-admin`: the operator's command line.
 
+mod inspection;
 mod out;
 
 use std::path::PathBuf;
@@ -92,6 +93,25 @@ enum Command {
         /// With --dry-run: the day to list for (YYYY-MM-DD), instead of today.
         #[arg(long, value_name = "DATE", requires = "dry_run")]
         as_of: Option<chrono::NaiveDate>,
+    },
+    /// For a notice of inspection (docs/inspection.md): every I-9 of the
+    /// employees of a legal entity still under retention (not purged), one
+    /// PDF each (every section, Supplements A and B, the E-Verify cases and
+    /// the audit trail; the SSN masked to its last four digits), and
+    /// index.csv listing them. Prints the counts and the time taken; audited
+    /// as `inspection.exported`. Reads no keys.
+    Inspection {
+        /// The legal entity's id (`GET /v1/eins`).
+        #[arg(long, value_name = "N")]
+        legal_entity: i64,
+        /// The directory to write into: made if missing, refused if it holds
+        /// anything, unless --force.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Write into a directory that is not empty (files of the same names
+        /// are replaced).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -186,9 +206,10 @@ enum Settings {
 impl Settings {
     fn read(command: &Command) -> Self {
         match command {
-            Command::Jobs(_) | Command::Callbacks(_) | Command::Purge { .. } => {
-                Self::Keyless(KeylessConfig::from_env())
-            }
+            Command::Jobs(_)
+            | Command::Callbacks(_)
+            | Command::Purge { .. }
+            | Command::Inspection { .. } => Self::Keyless(KeylessConfig::from_env()),
             _ => Self::WithKeys(Config::from_env()),
         }
     }
@@ -349,6 +370,26 @@ async fn run(cli: Cli, config: Settings) -> anyhow::Result<()> {
             let config = config.keyless()?;
             let pool = config.database().await?;
             purge_records(&pool, dry_run, as_of.unwrap_or_else(|| config.today())).await?;
+        }
+        Command::Inspection {
+            legal_entity,
+            out,
+            force,
+        } => {
+            let pool = config.keyless()?.database().await?;
+            let done = inspection::export(&pool, legal_entity, &out, force).await?;
+            let secs = done.elapsed.as_secs_f64();
+            say!(
+                "wrote {} PDFs ({} pages, {:.1} MB) and {} for legal entity {legal_entity} in {secs:.1} s ({:.0} I-9s/s)",
+                done.i9s,
+                done.pages,
+                done.bytes as f64 / 1_000_000.0,
+                done.index.display(),
+                if secs > 0.0 { done.i9s as f64 / secs } else { 0.0 },
+            );
+            if done.skipped > 0 {
+                say!("skipped {} I-9s purged during the export", done.skipped);
+            }
         }
         Command::Openapi => {
             say!(

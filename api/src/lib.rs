@@ -118,6 +118,7 @@ pub fn router(state: AppState) -> Router {
         .route("/i9s/{id}/history", get(history::i9))
         .route("/i9s", get(i9s::list))
         .route("/i9s/{id}", get(i9s::get_one))
+        .route("/i9s/{id}/pdf", get(inspection::pdf))
         .route("/partners/i9s/section1", post(partners::section1))
         .route("/partners/locations", get(partners::locations))
         .route("/i9s/{id}/section2", post(i9_steps::section2))

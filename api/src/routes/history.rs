@@ -17,7 +17,10 @@ use axum::{
     response::Response,
 };
 use chrono::{DateTime, Utc};
-use i9_common::domain::{Permission, Scope};
+use i9_common::{
+    domain::{Permission, Scope},
+    models::audit::api_field,
+};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -92,28 +95,6 @@ struct Row {
     fields: Vec<String>,
     legal_hold_id: Option<i64>,
     resource_type: String,
-}
-
-/// The API's name of a column an audit entry names (`detail.fields`).
-fn api_field(column: &str) -> String {
-    match column {
-        "ssn" => return "socialSecurityNumber".into(),
-        "legal_entity_id" => return "legalEntity".into(),
-        _ => {}
-    }
-    let mut out = String::with_capacity(column.len());
-    let mut upper = false;
-    for c in column.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 impl From<Row> for HistoryEntry {
@@ -264,7 +245,7 @@ impl crate::list::CsvColumns for HistoryEntry {
 
 #[cfg(test)]
 mod tests {
-    use super::api_field;
+    use i9_common::models::audit::api_field;
 
     #[test]
     fn columns_are_named_as_the_api_names_them() {

@@ -9,6 +9,7 @@ pub mod health;
 pub mod history;
 pub mod i9_steps;
 pub mod i9s;
+pub mod inspection;
 pub mod legal_holds;
 pub mod oauth;
 pub mod openapi;

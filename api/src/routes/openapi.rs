@@ -16,8 +16,8 @@ use utoipa::{
 };
 
 use super::{
-    calendar, eins, employees, groups, health, history, i9_steps, i9s, legal_holds, oauth,
-    partners, roles, section1_link, supplement_b, users,
+    calendar, eins, employees, groups, health, history, i9_steps, i9s, inspection, legal_holds,
+    oauth, partners, roles, section1_link, supplement_b, users,
 };
 use crate::{auth::Caller, error};
 
@@ -34,7 +34,7 @@ use crate::{auth::Caller, error};
         oauth::token,
         employees::list, employees::get_one, employees::write::create, employees::write::update,
         employees::periods::list, history::employee, history::i9, section1_link::reissue,
-        i9s::list, i9s::get_one, partners::section1, partners::locations, i9_steps::section2, i9_steps::complete, i9_steps::approve, i9_steps::park,
+        i9s::list, i9s::get_one, inspection::pdf, partners::section1, partners::locations, i9_steps::section2, i9_steps::complete, i9_steps::approve, i9_steps::park,
         supplement_b::reverify, supplement_b::receipt_update, supplement_b::list,
         eins::list, eins::get_one,
         calendar::days, calendar::section2_due, calendar::list_closed_days, calendar::get_closed_day, calendar::set_closed_day, calendar::remove_closed_day,

@@ -128,3 +128,27 @@ pub async fn record_each<'e>(
     .await?;
     Ok(())
 }
+
+/// The API's name of a column an audit entry names (`detail.fields`): the
+/// history of a record (api/src/routes/history.rs) and the inspection PDF
+/// (common/src/inspection/) name fields alike.
+pub fn api_field(column: &str) -> String {
+    match column {
+        "ssn" => return "socialSecurityNumber".into(),
+        "legal_entity_id" => return "legalEntity".into(),
+        _ => {}
+    }
+    let mut out = String::with_capacity(column.len());
+    let mut upper = false;
+    for c in column.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

@@ -13,6 +13,7 @@ mod connections;
 mod dead_letters;
 mod employee_writes;
 mod history;
+mod inspection;
 mod jobs;
 mod lifecycle;
 mod lists;

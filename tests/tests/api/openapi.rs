@@ -565,6 +565,8 @@ fn the_response_headers_are_declared_by_status() {
                     "403" if bearer => set(&[("WWW-Authenticate", false)]),
                     "429" => set(&[("Retry-After", true)]),
                     "503" if path != "/readyz" => set(&[("Retry-After", true)]),
+                    // The inspection PDF is a download (docs/inspection.md).
+                    "200" if path == "/v1/i9s/{id}/pdf" => set(&[("Content-Disposition", false)]),
                     _ => set(&[]),
                 };
                 assert_eq!(

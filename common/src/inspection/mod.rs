@@ -1,0 +1,366 @@
+//! The inspection package (docs/inspection.md): one I-9 as a PDF, with every
+//! section, Supplements A and B, its E-Verify cases and the audit trail of
+//! the record. [`gather`] reads what one PDF shows (a few queries, on the
+//! connection the caller hands in); [`render`] is pure: the same record
+//! gives the same PDF, without a database (the benchmark renders alone).
+//!
+//! The SSN is always masked to its last four digits in the PDF, whoever asks
+//! (docs/inspection.md, "The SSN"): a PDF is a file that travels, and the
+//! full number stays behind the audited `GET /v1/i9s/{id}`.
+
+mod layout;
+mod render;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use sqlx::PgConnection;
+
+use crate::models::supplement_b::{self, Recorded};
+
+pub use render::{render, render_counted};
+
+/// Everything one PDF shows.
+#[derive(Debug, Clone)]
+pub struct InspectionRecord {
+    pub generated_at: DateTime<Utc>,
+    pub i9: I9Data,
+    pub preparers: Vec<Preparer>,
+    pub supplement_b: Vec<Recorded>,
+    pub everify: Vec<EverifyCase>,
+    /// The audit trail, oldest first; `None` when the reader may not see it
+    /// (the API, without permission 12: docs/inspection.md).
+    pub audit: Option<Vec<AuditEntry>>,
+}
+
+/// The I-9's own columns, its employee's legal entity, and the SSN's last
+/// four digits only.
+#[derive(Debug, Clone, Default)]
+pub struct I9Data {
+    pub id: i64,
+    pub employee_id: i64,
+    pub legal_entity_id: Option<i64>,
+    pub legal_entity_name: Option<String>,
+    pub ein: Option<String>,
+    pub status: String,
+    pub form_version: String,
+    pub remote: bool,
+    pub date_created: DateTime<Utc>,
+    pub date_completed: Option<DateTime<Utc>>,
+    pub date_approved: Option<DateTime<Utc>>,
+    pub date_due: Option<NaiveDate>,
+    pub start_date: Option<NaiveDate>,
+    pub i9_expiration: Option<NaiveDate>,
+    pub retention_date: Option<NaiveDate>,
+    pub receipt_due_date: Option<NaiveDate>,
+    pub signed_date_employee: Option<NaiveDate>,
+    pub signed_date_employer: Option<NaiveDate>,
+    pub signed_date_translator: Option<NaiveDate>,
+    pub first_name: String,
+    pub last_name: String,
+    pub middle_initial: Option<String>,
+    pub other_name: Option<String>,
+    pub date_of_birth: Option<NaiveDate>,
+    pub ssn_last4: Option<String>,
+    pub email_address: Option<String>,
+    pub phone_number: Option<String>,
+    pub address_street: Option<String>,
+    pub address_apartment: Option<String>,
+    pub address_city: Option<String>,
+    pub address_state: Option<String>,
+    pub address_zip: Option<String>,
+    pub attestation: Option<String>,
+    pub work_authorization_expiration: Option<NaiveDate>,
+    pub alien_number: Option<String>,
+    pub admission_number: Option<String>,
+    pub foreign_passport_number: Option<String>,
+    pub foreign_passport_country: Option<String>,
+    pub employer_first_name: Option<String>,
+    pub employer_last_name: Option<String>,
+    pub employer_title: Option<String>,
+    pub employer_business: Option<String>,
+    pub employer_address: Option<String>,
+    pub employer_city: Option<String>,
+    pub employer_state: Option<String>,
+    pub employer_zip: Option<String>,
+    pub list_a1_doc_title: Option<String>,
+    pub list_a1_doc_issuer: Option<String>,
+    pub list_a1_doc_number: Option<String>,
+    pub list_a1_doc_expiration: Option<NaiveDate>,
+    pub list_a1_doc_receipt: bool,
+    pub list_a2_doc_title: Option<String>,
+    pub list_a2_doc_issuer: Option<String>,
+    pub list_a2_doc_number: Option<String>,
+    pub list_a2_doc_expiration: Option<NaiveDate>,
+    pub list_a3_doc_title: Option<String>,
+    pub list_a3_doc_issuer: Option<String>,
+    pub list_a3_doc_number: Option<String>,
+    pub list_a3_doc_expiration: Option<NaiveDate>,
+    pub list_b_doc_title: Option<String>,
+    pub list_b_doc_issuer: Option<String>,
+    pub list_b_doc_number: Option<String>,
+    pub list_b_doc_expiration: Option<NaiveDate>,
+    pub list_b_doc_receipt: bool,
+    pub list_c_doc_title: Option<String>,
+    pub list_c_doc_issuer: Option<String>,
+    pub list_c_doc_number: Option<String>,
+    pub list_c_doc_expiration: Option<NaiveDate>,
+    pub list_c_doc_receipt: bool,
+    pub alternative_procedure: bool,
+    pub i9_notes: Option<String>,
+}
+
+/// A preparer or translator of Supplement A (docs/supplement-a.md).
+#[derive(Debug, Clone)]
+pub struct Preparer {
+    pub position: i16,
+    pub last_name: String,
+    pub first_name: String,
+    pub middle_initial: Option<String>,
+    pub address: String,
+    pub city: String,
+    pub state: String,
+    pub zip: String,
+    pub signature: String,
+    pub signed_date: NaiveDate,
+}
+
+/// An E-Verify case of the I-9 (docs/everify.md) with its history.
+#[derive(Debug, Clone)]
+pub struct EverifyCase {
+    pub id: i64,
+    pub program: String,
+    pub case_number: Option<String>,
+    pub status: String,
+    pub result: Option<String>,
+    pub agency: Option<String>,
+    pub created_on: NaiveDate,
+    pub closed_on: Option<NaiveDate>,
+    pub closure_reason: Option<String>,
+    pub closure_statement: Option<String>,
+    pub history: Vec<EverifyStep>,
+}
+
+impl EverifyCase {
+    /// A case the built-in simulator answered: never a real verification.
+    pub fn simulated(&self) -> bool {
+        self.program == "simulator"
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct EverifyStep {
+    pub on_day: NaiveDate,
+    pub status: String,
+    pub result: Option<String>,
+    pub step: String,
+}
+
+/// An audit entry of the I-9, as `GET /v1/i9s/{id}/history` shows it
+/// (api/src/routes/history.rs): who, what, when, the fields' names, never a
+/// value.
+#[derive(Debug, Clone)]
+pub struct AuditEntry {
+    pub occurred_at: DateTime<Utc>,
+    pub action: String,
+    pub user_id: Option<i64>,
+    pub login: Option<String>,
+    pub client: Option<String>,
+    pub request_id: Option<String>,
+    pub fields: Vec<String>,
+}
+
+/// What [`gather`] reads besides the I-9.
+#[derive(Debug, Clone, Copy)]
+pub struct Gather {
+    pub generated_at: DateTime<Utc>,
+    /// Read the audit trail (else [`InspectionRecord::audit`] is `None`).
+    pub audit_trail: bool,
+}
+
+/// What one PDF of I-9 `id` shows, read on `conn`; `None` for no such I-9 or
+/// a purged one (nothing is left to show: docs/retention.md).
+pub async fn gather(
+    conn: &mut PgConnection,
+    id: i64,
+    options: Gather,
+) -> Result<Option<InspectionRecord>, sqlx::Error> {
+    let Some(i9) = sqlx::query_as!(
+        I9Data,
+        r#"SELECT i.id, i.employee_id, e.legal_entity_id, le.entity_name AS "legal_entity_name?",
+                  le.ein AS "ein?", i.status, i.form_version, i.remote, i.date_created,
+                  i.date_completed, i.date_approved, i.date_due, i.start_date, i.i9_expiration,
+                  i.retention_date, i.receipt_due_date, i.signed_date_employee, i.signed_date_employer,
+                  i.signed_date_translator, i.first_name, i.last_name, i.middle_initial, i.other_name,
+                  i.date_of_birth, i.ssn_last4, i.email_address, i.phone_number, i.address_street,
+                  i.address_apartment, i.address_city, i.address_state, i.address_zip, i.attestation,
+                  i.work_authorization_expiration, i.alien_number, i.admission_number,
+                  i.foreign_passport_number, i.foreign_passport_country, i.employer_first_name,
+                  i.employer_last_name, i.employer_title, i.employer_business, i.employer_address,
+                  i.employer_city, i.employer_state, i.employer_zip,
+                  i.list_a1_doc_title, i.list_a1_doc_issuer, i.list_a1_doc_number, i.list_a1_doc_expiration,
+                  i.list_a1_doc_receipt,
+                  i.list_a2_doc_title, i.list_a2_doc_issuer, i.list_a2_doc_number, i.list_a2_doc_expiration,
+                  i.list_a3_doc_title, i.list_a3_doc_issuer, i.list_a3_doc_number, i.list_a3_doc_expiration,
+                  i.list_b_doc_title, i.list_b_doc_issuer, i.list_b_doc_number, i.list_b_doc_expiration,
+                  i.list_b_doc_receipt,
+                  i.list_c_doc_title, i.list_c_doc_issuer, i.list_c_doc_number, i.list_c_doc_expiration,
+                  i.list_c_doc_receipt, i.alternative_procedure, i.i9_notes
+           FROM i9s i JOIN employees e ON e.id = i.employee_id
+           LEFT JOIN legal_entities le ON le.id = e.legal_entity_id
+           WHERE i.id = $1 AND i.purged_at IS NULL"#,
+        id,
+    )
+    .fetch_optional(&mut *conn)
+    .await?
+    else {
+        return Ok(None);
+    };
+    let preparers = sqlx::query_as!(
+        Preparer,
+        "SELECT position, last_name, first_name, middle_initial, address, city, state, zip,
+                signature, signed_date
+         FROM i9_preparers WHERE i9_id = $1 ORDER BY position",
+        id,
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let supplement_b = supplement_b::of_i9(&mut *conn, id).await?;
+    let everify = everify_cases(conn, id).await?;
+    let audit = if options.audit_trail {
+        Some(audit_trail(conn, id).await?)
+    } else {
+        None
+    };
+    Ok(Some(InspectionRecord {
+        generated_at: options.generated_at,
+        i9,
+        preparers,
+        supplement_b,
+        everify,
+        audit,
+    }))
+}
+
+struct CaseRow {
+    id: i64,
+    program: String,
+    case_number: Option<String>,
+    status: String,
+    result: Option<String>,
+    agency: Option<String>,
+    created_on: NaiveDate,
+    closed_on: Option<NaiveDate>,
+    closure_reason: Option<String>,
+    closure_statement: Option<String>,
+}
+
+struct StepRow {
+    case_id: i64,
+    on_day: NaiveDate,
+    status: String,
+    result: Option<String>,
+    step: String,
+}
+
+/// The E-Verify cases of I-9 `id`, oldest first, each with its steps.
+async fn everify_cases(conn: &mut PgConnection, id: i64) -> Result<Vec<EverifyCase>, sqlx::Error> {
+    let cases = sqlx::query_as!(
+        CaseRow,
+        "SELECT id, program, case_number, status, result, agency, created_on, closed_on,
+                closure_reason, closure_statement
+         FROM everify_cases WHERE i9_id = $1 ORDER BY id",
+        id,
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    if cases.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids: Vec<i64> = cases.iter().map(|c| c.id).collect();
+    let steps = sqlx::query_as!(
+        StepRow,
+        "SELECT case_id, on_day, status, result, step
+         FROM everify_case_history WHERE case_id = ANY($1) ORDER BY case_id, id",
+        &ids[..],
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(cases
+        .into_iter()
+        .map(|c| EverifyCase {
+            history: steps
+                .iter()
+                .filter(|s| s.case_id == c.id)
+                .map(|s| EverifyStep {
+                    on_day: s.on_day,
+                    status: s.status.clone(),
+                    result: s.result.clone(),
+                    step: s.step.clone(),
+                })
+                .collect(),
+            id: c.id,
+            program: c.program,
+            case_number: c.case_number,
+            status: c.status,
+            result: c.result,
+            agency: c.agency,
+            created_on: c.created_on,
+            closed_on: c.closed_on,
+            closure_reason: c.closure_reason,
+            closure_statement: c.closure_statement,
+        })
+        .collect())
+}
+
+/// The audit log entries of I-9 `id`, oldest first, as the history reads
+/// them: the fields' names, never a value (`detail`'s other members are not
+/// read).
+async fn audit_trail(conn: &mut PgConnection, id: i64) -> Result<Vec<AuditEntry>, sqlx::Error> {
+    sqlx::query_as!(
+        AuditEntry,
+        r#"SELECT a.occurred_at, a.action, a.user_id, u.login AS "login?", c.client_id AS "client?",
+                  a.request_id,
+                  ARRAY(SELECT jsonb_array_elements_text(
+                            CASE WHEN jsonb_typeof(a.detail -> 'fields') = 'array'
+                                 THEN a.detail -> 'fields' ELSE '[]'::JSONB END)) AS "fields!"
+           FROM audit_log a
+           LEFT JOIN users u ON u.id = a.user_id
+           LEFT JOIN oauth_clients c ON c.id = a.client_id
+           WHERE a.resource_type = 'i9' AND a.resource_id = $1
+           ORDER BY a.occurred_at, a.id"#,
+        id.to_string(),
+    )
+    .fetch_all(conn)
+    .await
+}
+
+/// The name of legal entity `id`, if there is one.
+pub async fn legal_entity_name(
+    conn: &mut PgConnection,
+    id: i64,
+) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar!("SELECT entity_name FROM legal_entities WHERE id = $1", id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// Up to `limit` ids, in order after `after`, of the I-9s still under
+/// retention (not purged: docs/retention.md) of the employees of legal
+/// entity `legal_entity` (an I-9's legal entity is its employee's, as for a
+/// legal hold), whatever their status.
+pub async fn retained_i9s(
+    conn: &mut PgConnection,
+    legal_entity: i64,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<i64>, sqlx::Error> {
+    sqlx::query_scalar!(
+        "SELECT i.id FROM i9s i JOIN employees e ON e.id = i.employee_id
+         WHERE e.legal_entity_id = $1 AND i.purged_at IS NULL AND i.id > $2
+         ORDER BY i.id LIMIT $3",
+        legal_entity,
+        after,
+        limit,
+    )
+    .fetch_all(conn)
+    .await
+}
