@@ -37,6 +37,15 @@ pub fn risks(config: &Config, binary: Binary) -> Vec<Risk> {
                 .into(),
         });
     }
+    if config.everify_adapter == crate::domain::everify::ProgramName::Simulator {
+        risks.push(Risk {
+            setting: "EVERIFY_ADAPTER",
+            risk: "EVERIFY_ADAPTER=simulator outside development: E-Verify cases are answered by \
+                   the built-in simulator, never by E-Verify (every case, answer and event says \
+                   \"program\": \"simulator\"); docs/everify.md, \"The simulator\""
+                .into(),
+        });
+    }
     if binary == Binary::Worker && config.smtp_url.is_none() {
         risks.push(Risk {
             setting: "SMTP_URL",
