@@ -42,7 +42,10 @@ use crate::{
     body::{properties, JsonBody, Problems, RequestBody},
     error::{ApiError, ApiResult, FieldError, Problem},
     format,
-    list::{filter, FilterKind as K, FilterSpec, Link, ListQuery, ListResponse, PageSql, Restrict},
+    list::{
+        filter, FilterKind as K, FilterSpec, Format, Link, ListQuery, ListResponse, PageSql,
+        Restrict,
+    },
     state::AppState,
 };
 
@@ -536,7 +539,8 @@ pub struct EverifyCaseFilters {
 #[utoipa::path(
     get, path = "/v1/everify-cases", operation_id = "listEverifyCases", tag = "everify", params(EverifyCaseFilters),
     responses(
-        (status = 200, body = ListResponse<EverifyCase>),
+        (status = 200, content((ListResponse<EverifyCase> = "application/json"), (String = "text/csv"))),
+        (status = 406, description = "The Accept allows neither application/json nor text/csv", body = Problem, content_type = "application/problem+json"),
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
@@ -546,11 +550,12 @@ pub struct EverifyCaseFilters {
 pub async fn list(
     State(state): State<AppState>,
     caller: Caller,
+    format: Format,
     RawQuery(raw): RawQuery,
-) -> ApiResult<Json<ListResponse<EverifyCase>>> {
+) -> ApiResult<Response> {
     caller.require(Scope::Read, Permission::ViewI9s)?;
     let today = state.config.today();
-    let q = ListQuery::parse(raw.as_deref(), FILTERS)?.on(today);
+    let q = ListQuery::parse_as(raw.as_deref(), FILTERS, format)?.on(today);
     let visibility = caller.visibility(&state.pool).await?;
     let computed = move |name: &str, v: bool, qb: &mut QueryBuilder<'_, Postgres>| match name {
         "unresolved" => {
@@ -583,14 +588,59 @@ pub async fn list(
             &computed,
         )
         .await?;
-    Ok(Json(ListResponse {
+    Ok(ListResponse {
         links: q.links("/v1/everify-cases", total),
         search_result: rows
             .into_iter()
             .map(|c| EverifyCase::new(c, today))
             .collect(),
         total,
-    }))
+    }
+    .answer(format))
+}
+
+impl crate::list::CsvColumns for EverifyCase {
+    const COLUMNS: &'static [&'static str] = &[
+        "id",
+        "caseNumber",
+        "program",
+        "i9Id",
+        "employeeId",
+        "legalEntity",
+        "status",
+        "result",
+        "agency",
+        "basis",
+        "programMessage",
+        "fromReceipt",
+        "createdOn",
+        "dueOn",
+        "late",
+        "lateReason",
+        "lateReasonOther",
+        "createdByUserId",
+        "creatorName",
+        "creatorEmail",
+        "resultIssuedOn",
+        "employeeNotifiedOn",
+        "referredOn",
+        "continuanceOn",
+        "duplicateReason",
+        "nextStep",
+        "nextStepDueDate",
+        "overdue",
+        "closureReason",
+        "closureStatement",
+        "employedAtClosure",
+        "closureNote",
+        "closedOn",
+        "closedBy",
+        "resubmittedAs",
+        "resubmitOf",
+        "updatedAt",
+        "history",
+        "links",
+    ];
 }
 
 /// Take `input` on case `id` as the caller.

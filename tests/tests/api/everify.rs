@@ -177,7 +177,10 @@ impl Case {
         .await
         .unwrap();
         assert_eq!(recorded, n as i64, "no other event was recorded");
+        let validators = crate::callbacks::webhook_validators(&self.app).await;
         for e in &events {
+            let t = e["type"].as_str().unwrap();
+            assert!(validators[t].is_valid(e), "{t} matches its webhook: {e}");
             assert_eq!(e["employeeId"], self.employee);
             assert_eq!(e["i9Id"], self.i9);
             assert_eq!(e["program"], "simulator");
