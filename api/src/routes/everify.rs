@@ -514,6 +514,17 @@ pub const FILTERS: &[FilterSpec] = &[
     filter("overdue", K::Computed),
 ];
 
+/// The `status` filter's schema: a status in any case, or several separated by commas.
+pub struct CaseStatusFilter;
+
+impl PartialSchema for CaseStatusFilter {
+    fn schema() -> RefOr<Schema> {
+        crate::list::params::one_of(CaseStatus::NAMES)
+    }
+}
+
+impl ToSchema for CaseStatusFilter {}
+
 /// Filters of `GET /v1/everify-cases`.
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -521,13 +532,16 @@ pub const FILTERS: &[FilterSpec] = &[
 pub struct EverifyCaseFilters {
     /// One status, or several separated by commas.
     #[param(inline)]
-    status: Option<crate::list::params::Text>,
+    status: Option<CaseStatusFilter>,
     /// `true`: the cases not closed; `false`: the closed ones.
     unresolved: Option<bool>,
     /// A legal entity id.
-    legalEntity: Option<i64>,
-    employeeId: Option<i64>,
-    i9Id: Option<i64>,
+    #[param(inline)]
+    legalEntity: Option<crate::list::params::Int>,
+    #[param(inline)]
+    employeeId: Option<crate::list::params::Int>,
+    #[param(inline)]
+    i9Id: Option<crate::list::params::Int>,
     /// `true`: open cases whose next step's due date has passed.
     overdue: Option<bool>,
     #[param(inline)]
@@ -728,6 +742,7 @@ plain_step!(
     request_body(content = DuplicateContinuation, content_type = "application/json"),
     responses(
         (status = 202, description = "Duplicate Case: the case goes on (`Pending`)", body = EverifyCase),
+        (status = 400, description = "The body is not a JSON object", body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
@@ -753,6 +768,7 @@ pub async fn continue_duplicate(
     request_body(content = CaseClosure, content_type = "application/json"),
     responses(
         (status = 202, description = "The case is `Closed`", body = EverifyCase),
+        (status = 400, description = "The body is not a JSON object", body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
