@@ -72,6 +72,16 @@ pub const ROUTES: &[&str] = &[
     "/v1/i9s/{id}/reverify",
     "/v1/i9s/{id}/receipt-update",
     "/v1/i9s/{id}/supplement-b",
+    "/v1/i9s/{id}/everify",
+    "/v1/everify-cases",
+    "/v1/everify-cases/{caseId}",
+    "/v1/everify-cases/{caseId}/confirm-details",
+    "/v1/everify-cases/{caseId}/continue-duplicate",
+    "/v1/everify-cases/{caseId}/notify",
+    "/v1/everify-cases/{caseId}/refer",
+    "/v1/everify-cases/{caseId}/no-action",
+    "/v1/everify-cases/{caseId}/resubmit",
+    "/v1/everify-cases/{caseId}/close",
     "/v1/eins",
     "/v1/eins/{id}",
     "/v1/calendar",
@@ -133,6 +143,26 @@ pub fn router(state: AppState) -> Router {
             post(supplement_b::receipt_update),
         )
         .route("/i9s/{id}/supplement-b", get(supplement_b::list))
+        // E-Verify cases (docs/everify.md).
+        .route("/i9s/{id}/everify", get(everify::of_i9).post(everify::open))
+        .route("/everify-cases", get(everify::list))
+        .route("/everify-cases/{caseId}", get(everify::get_one))
+        .route(
+            "/everify-cases/{caseId}/confirm-details",
+            post(everify::confirm_details),
+        )
+        .route(
+            "/everify-cases/{caseId}/continue-duplicate",
+            post(everify::continue_duplicate),
+        )
+        .route("/everify-cases/{caseId}/notify", post(everify::notify))
+        .route("/everify-cases/{caseId}/refer", post(everify::refer))
+        .route(
+            "/everify-cases/{caseId}/no-action",
+            post(everify::no_action),
+        )
+        .route("/everify-cases/{caseId}/resubmit", post(everify::resubmit))
+        .route("/everify-cases/{caseId}/close", post(everify::close))
         .route("/eins", get(eins::list))
         .route("/eins/{id}", get(eins::get_one))
         .route("/calendar", get(calendar::days))

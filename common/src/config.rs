@@ -177,6 +177,10 @@ pub const VARS: &[Var] = &[
     var("RETENTION_OUTBOX_SECS", Text("604800"), Worker, "published outbox rows kept"),
     var("REMINDER_THRESHOLDS_DAYS", Text("90,30,7"), Worker, "days before a reverification or receipt due date when reminders go (overdue always)"),
     var("REMINDER_INTERVAL_SECS", Text("3600"), Worker, "how often a worker looks for reminders to send"),
+    var("EVERIFY_ADAPTER", Computed("simulator in development; required otherwise"), Services, "what answers E-Verify cases: simulator (the built-in simulator; warned outside development) or e-verify (not built yet)"),
+    var("EVERIFY_POLL_SECS", Text("60"), Worker, "how often a worker asks the program for its updates of E-Verify cases"),
+    var("EVERIFY_SIM_STEP_SECS", Text("2"), Worker, "the simulator: seconds each of its later decisions takes"),
+    var("EVERIFY_SIM_UNAVAILABLE_RETRIES", Text("3"), Worker, "the simulator: failed calls before an UNAVAILABLE case is answered"),
     var("HOSTNAME", Computed("the kernel's host name"), Services, "this host's name in the process registry"),
     var("RUST_LOG", Computed("info,sqlx=warn,lapin=off; i9-admin: warn,lapin=off"), All, "log filter, e.g. info,sqlx=warn (replaces the whole default)"),
     var("LOG_FORMAT", Text("text"), All, "text, or json for JSON lines"),
@@ -356,6 +360,11 @@ pub struct Config {
     /// due date when one goes (overdue always), and how often a worker looks.
     pub reminder_thresholds: crate::domain::Thresholds,
     pub reminder_interval: Duration,
+    /// E-Verify cases (docs/everify.md): what answers them, how often a
+    /// worker asks for the program's updates, and the simulator's settings.
+    pub everify_adapter: crate::domain::everify::ProgramName,
+    pub everify_poll: Duration,
+    pub everify_sim: crate::everify::SimulatorSettings,
     pub retention_idempotency: Duration,
     pub retention_processed_jobs: Duration,
     pub retention_outbox: Duration,
@@ -407,6 +416,9 @@ impl std::fmt::Debug for Config {
             .field("clock_offset_days", &self.clock_offset_days)
             .field("reminder_thresholds", &self.reminder_thresholds)
             .field("reminder_interval", &self.reminder_interval)
+            .field("everify_adapter", &self.everify_adapter)
+            .field("everify_poll", &self.everify_poll)
+            .field("everify_sim", &self.everify_sim)
             .field("retention_idempotency", &self.retention_idempotency)
             .field("retention_processed_jobs", &self.retention_processed_jobs)
             .field("retention_outbox", &self.retention_outbox)
@@ -1073,6 +1085,33 @@ fn read_with(binary: Binary, source: &dyn Source, with_keys: bool) -> anyhow::Re
             })
             .unwrap_or_default(),
         reminder_interval: r.secs("REMINDER_INTERVAL_SECS"),
+        everify_adapter: match r.get("EVERIFY_ADAPTER", parse_everify_adapter) {
+            Some(a) => a,
+            None => {
+                // Outside development the program must be chosen: a
+                // simulated result must never pass for a real one
+                // (docs/everify.md, decision 12).
+                if production && binary != Binary::Admin {
+                    r.errors.push(
+                        "EVERIFY_ADAPTER must be set outside development: simulator (the \
+                         built-in simulator, its results marked simulated) or e-verify"
+                            .to_owned(),
+                    );
+                }
+                crate::domain::everify::ProgramName::Simulator
+            }
+        },
+        everify_poll: r.secs("EVERIFY_POLL_SECS"),
+        everify_sim: crate::everify::SimulatorSettings {
+            step: r.secs("EVERIFY_SIM_STEP_SECS"),
+            unavailable_retries: r
+                .get("EVERIFY_SIM_UNAVAILABLE_RETRIES", |n, v| {
+                    v.trim().parse::<u16>().map(i32::from).map_err(|_| {
+                        anyhow!("{n} must be a whole number from 0 to 65535, not {v:?}")
+                    })
+                })
+                .unwrap_or_default(),
+        },
         retention_idempotency: r.secs("RETENTION_IDEMPOTENCY_SECS"),
         retention_processed_jobs: r.secs("RETENTION_PROCESSED_JOBS_SECS"),
         retention_outbox: r.secs("RETENTION_OUTBOX_SECS"),
@@ -1134,6 +1173,21 @@ fn read_with(binary: Binary, source: &dyn Source, with_keys: bool) -> anyhow::Re
         api,
         worker,
     })
+}
+
+/// `EVERIFY_ADAPTER`: `simulator`, or `e-verify` (refused: not built yet).
+fn parse_everify_adapter(
+    name: &str,
+    value: &str,
+) -> anyhow::Result<crate::domain::everify::ProgramName> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "simulator" => Ok(crate::domain::everify::ProgramName::Simulator),
+        "e-verify" => anyhow::bail!(
+            "{name}=e-verify is not built yet: a real connection needs E-Verify's web-services \
+             enrollment (docs/everify.md, \"What a real connection needs\"); use simulator"
+        ),
+        _ => anyhow::bail!("{name} must be simulator or e-verify, not {value:?}"),
+    }
 }
 
 impl Config {

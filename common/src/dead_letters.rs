@@ -888,6 +888,7 @@ fn subject(job: &Job) -> String {
             reminder_id,
             recipient,
         } => format!("reminder {reminder_id} (notificationEmail{recipient})"),
+        Job::SubmitEverifyCase { case_id, .. } => format!("E-Verify case {case_id}"),
     }
 }
 

@@ -22,6 +22,9 @@ use crate::{
 // Expiring-document reminders (docs/reminders.md): `i9.document_due`.
 pub mod document_due;
 pub use document_due::{DocumentDueEvent, DocumentDueEventType};
+// E-Verify cases (docs/everify.md, "Partner events").
+pub mod everify;
+pub use everify::{EverifyEvent, EverifyEventType};
 
 /// The type of an I-9 event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]

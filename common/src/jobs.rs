@@ -12,15 +12,17 @@ pub enum JobKind {
     SendRemoteHireEmail,
     PostStatusCallback,
     SendReminderEmail,
+    SubmitEverifyCase,
 }
 
 impl JobKind {
-    pub const ALL: [JobKind; 5] = [
+    pub const ALL: [JobKind; 6] = [
         Self::CreateI9,
         Self::SendLoginEmail,
         Self::SendRemoteHireEmail,
         Self::PostStatusCallback,
         Self::SendReminderEmail,
+        Self::SubmitEverifyCase,
     ];
 
     pub fn name(self) -> &'static str {
@@ -30,6 +32,7 @@ impl JobKind {
             Self::SendRemoteHireEmail => "send_remote_hire_email",
             Self::PostStatusCallback => "post_status_callback",
             Self::SendReminderEmail => "send_reminder_email",
+            Self::SubmitEverifyCase => "submit_everify_case",
         }
     }
 
@@ -55,6 +58,25 @@ pub enum Job {
     /// 2: `notificationEmail1`, `notificationEmail2`) an expiring-document
     /// reminder (`reminders`; docs/reminders.md).
     SendReminderEmail { reminder_id: i64, recipient: u8 },
+    /// Make a call of an E-Verify case to the program (docs/everify.md, "The
+    /// adapter"): open it, or tell it of an employer's step.
+    SubmitEverifyCase { case_id: i64, call: EverifyCall },
+}
+
+/// The call a `submit_everify_case` job makes (codes only, never case data).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "call", rename_all = "snake_case")]
+pub enum EverifyCall {
+    Submit,
+    ConfirmDetails,
+    ContinueDuplicate {
+        reason: crate::domain::everify::DuplicateReason,
+    },
+    Refer,
+    NoAction,
+    Close {
+        reason: crate::domain::everify::ClosureReason,
+    },
 }
 
 impl Job {
@@ -65,6 +87,7 @@ impl Job {
             Job::SendRemoteHireEmail { .. } => JobKind::SendRemoteHireEmail,
             Job::PostStatusCallback { .. } => JobKind::PostStatusCallback,
             Job::SendReminderEmail { .. } => JobKind::SendReminderEmail,
+            Job::SubmitEverifyCase { .. } => JobKind::SubmitEverifyCase,
         }
     }
 }

@@ -10,6 +10,7 @@ pub mod dead_letters;
 pub mod destination;
 pub mod domain;
 pub mod events;
+pub mod everify;
 pub mod inspection;
 pub mod jobs;
 pub mod key_check;

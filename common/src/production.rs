@@ -37,6 +37,15 @@ pub fn risks(config: &Config, binary: Binary) -> Vec<Risk> {
                 .into(),
         });
     }
+    if config.everify_adapter == crate::domain::everify::ProgramName::Simulator {
+        risks.push(Risk {
+            setting: "EVERIFY_ADAPTER",
+            risk: "EVERIFY_ADAPTER=simulator outside development: E-Verify cases are answered by \
+                   the built-in simulator, never by E-Verify (every case, answer and event says \
+                   \"program\": \"simulator\"); docs/everify.md, \"The simulator\""
+                .into(),
+        });
+    }
     if binary == Binary::Worker && config.smtp_url.is_none() {
         risks.push(Risk {
             setting: "SMTP_URL",
@@ -115,6 +124,8 @@ mod tests {
         c.production = true;
         c.smtp_url = Some("smtps://relay.example".into());
         c.public_base_url = "https://i9.example".into();
+        // The real program (not built yet): the simulator is a risk.
+        c.everify_adapter = crate::domain::everify::ProgramName::EVerify;
         c
     }
 
@@ -140,17 +151,24 @@ mod tests {
         c.smtp_url = None;
         c.public_base_url = "HTTP://i9.example".into();
         c.trusted_proxies = vec!["0.0.0.0/1".parse().unwrap(), "10.0.0.0/8".parse().unwrap()];
+        c.everify_adapter = crate::domain::everify::ProgramName::Simulator;
         assert_eq!(
             settings(&c, Binary::Api),
             [
                 "ALLOW_PRIVATE_CALLBACKS",
+                "EVERIFY_ADAPTER",
                 "PUBLIC_BASE_URL",
                 "TRUSTED_PROXIES"
             ]
         );
         assert_eq!(
             settings(&c, Binary::Worker),
-            ["ALLOW_PRIVATE_CALLBACKS", "SMTP_URL", "PUBLIC_BASE_URL"]
+            [
+                "ALLOW_PRIVATE_CALLBACKS",
+                "EVERIFY_ADAPTER",
+                "SMTP_URL",
+                "PUBLIC_BASE_URL"
+            ]
         );
         let proxies = risks(&c, Binary::Api).pop().unwrap().risk;
         assert!(

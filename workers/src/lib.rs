@@ -6,6 +6,7 @@
 
 pub mod callback_client;
 pub mod consumer;
+pub mod everify;
 pub mod jobs;
 pub mod mailer;
 pub mod outbox_watch;
@@ -26,6 +27,8 @@ pub struct Context {
     pub cipher: DataCipher,
     pub config: Arc<Config>,
     pub mailer: mailer::Mailer,
+    /// What answers E-Verify cases (`EVERIFY_ADAPTER`; docs/everify.md, "The adapter").
+    pub program: Arc<dyn i9_common::everify::VerificationProgram>,
 }
 
 impl Context {
@@ -39,6 +42,11 @@ impl Context {
     pub fn with_mailer(config: Config, pool: PgPool, mailer: mailer::Mailer) -> Self {
         Self {
             cipher: DataCipher::from_config(&config),
+            program: i9_common::everify::program(
+                config.everify_adapter,
+                config.everify_sim,
+                pool.clone(),
+            ),
             pool,
             config: Arc::new(config),
             mailer,

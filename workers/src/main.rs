@@ -12,6 +12,7 @@ use i9_common::{
 };
 use i9_workers::{
     consumer::{self, WorkerConfig},
+    everify,
     mailer::Mailer,
     outbox_watch, purge, reminders, Context,
 };
@@ -34,7 +35,7 @@ use i9_workers::{
 struct Args {
     /// Job kinds to serve, comma-separated (WORKER_KINDS; default: every kind).
     /// Kinds: create_i9, send_login_email, send_remote_hire_email, post_status_callback,
-    /// send_reminder_email.
+    /// send_reminder_email, submit_everify_case.
     #[arg(long)]
     kinds: Option<String>,
     /// Jobs run at once per kind, the prefetch limit (WORKER_PREFETCH).
@@ -168,6 +169,9 @@ async fn run((config, settings): (Config, WorkerSettings)) -> anyhow::Result<()>
         stop_rx.clone(),
     ));
     let ctx = Context::with_mailer(config, pool, mailer);
+    // Every worker asks the program for its updates of E-Verify cases; each
+    // applies once (workers/src/everify.rs).
+    let everify_poll = tokio::spawn(everify::run(ctx.clone(), stop_rx.clone()));
     let worker = tokio::spawn(consumer::run(ctx, worker_config, stop_rx));
 
     i9_common::shutdown::signal().await;
@@ -176,6 +180,7 @@ async fn run((config, settings): (Config, WorkerSettings)) -> anyhow::Result<()>
     let worked = worker.await;
     let _ = purger.await;
     let _ = reminders.await;
+    let _ = everify_poll.await;
     let _ = records_purger.await;
     let _ = outbox_watch.await;
     let relayed = match relay {
@@ -212,7 +217,7 @@ mod tests {
 
     #[test]
     fn kinds_default_to_all_and_reject_unknown() {
-        assert_eq!(settings(&["i9-worker"], &[]).unwrap().kinds.len(), 5);
+        assert_eq!(settings(&["i9-worker"], &[]).unwrap().kinds.len(), 6);
         assert_eq!(
             settings(&["i9-worker", "--kinds", "create_i9"], &[])
                 .unwrap()

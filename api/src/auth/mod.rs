@@ -32,7 +32,7 @@ pub struct Caller {
 
 /// Whether a partner client's token reaches `route` (the route template, e.g.
 /// `/v1/employees/{id}`) with `method`: the partner operation and the list of
-/// the groups it may hire into, reads of employees and I-9s (narrowed to the
+/// the groups it may hire into, reads of employees, I-9s and their E-Verify cases (narrowed to the
 /// client's own by [`Visibility`]), and the API description. Nothing else, whatever the user's role: a route not
 /// listed here, a new one included, is out of a partner's reach
 /// (docs/partners.md, "What your token reaches").
@@ -43,6 +43,9 @@ pub fn partner_reaches(method: &Method, route: &str) -> bool {
         | "/v1/employees/{id}"
         | "/v1/i9s"
         | "/v1/i9s/{id}"
+        | "/v1/i9s/{id}/everify"
+        | "/v1/everify-cases"
+        | "/v1/everify-cases/{caseId}"
         | "/v1/partners/locations"
         | "/v1/openapi.json" => read,
         "/v1/partners/i9s/section1" => *method == Method::POST,

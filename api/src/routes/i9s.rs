@@ -378,6 +378,8 @@ pub struct I9Record {
     pub receipt_due_date: Option<NaiveDate>,
     /// The Supplement B entries (reverifications, rehires, receipt updates), oldest first.
     pub supplement_b: Vec<super::supplement_b::SupplementBEntry>,
+    /// The I-9's latest E-Verify case, if any (docs/everify.md).
+    pub everify_case: Option<super::everify::EverifyCaseSummary>,
     #[serde(skip)]
     pub ssn_ciphertext: Option<Vec<u8>>,
     #[serde(skip)]
@@ -583,6 +585,7 @@ impl From<I9Row> for I9Record {
             links: Vec::new(),
             receipt_due_date: None,
             supplement_b: Vec::new(),
+            everify_case: None,
             ssn_ciphertext: r.ssn_ciphertext,
             ssn_last4: r.ssn_last4,
             location_id: r.location_id,
@@ -748,6 +751,9 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Rec
             .fetch_one(&mut *conn)
             .await?;
     rec.supplement_b = super::supplement_b::entries(&mut conn, id).await?;
+    rec.everify_case = i9_common::models::everify_case::latest_of_i9(&mut conn, id)
+        .await?
+        .map(Into::into);
     Ok(rec)
 }
 

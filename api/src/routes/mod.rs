@@ -4,6 +4,7 @@ pub mod account;
 pub mod calendar;
 pub mod eins;
 pub mod employees;
+pub mod everify;
 pub mod groups;
 pub mod health;
 pub mod history;

@@ -4,8 +4,8 @@
 
 use axum::Json;
 use i9_common::events::{
-    DocumentDueEvent, DocumentDueEventType, EmploymentEvent, EmploymentEventType, I9Event,
-    I9EventType,
+    DocumentDueEvent, DocumentDueEventType, EmploymentEvent, EmploymentEventType, EverifyEvent,
+    EverifyEventType, I9Event, I9EventType,
 };
 use utoipa::{
     openapi::{
@@ -16,8 +16,8 @@ use utoipa::{
 };
 
 use super::{
-    calendar, eins, employees, groups, health, history, i9_steps, i9s, inspection, legal_holds,
-    oauth, partners, roles, section1_link, supplement_b, users,
+    calendar, eins, employees, everify, groups, health, history, i9_steps, i9s, inspection,
+    legal_holds, oauth, partners, roles, section1_link, supplement_b, users,
 };
 use crate::{auth::Caller, error};
 
@@ -36,6 +36,9 @@ use crate::{auth::Caller, error};
         employees::periods::list, history::employee, history::i9, section1_link::reissue,
         i9s::list, i9s::get_one, inspection::pdf, partners::section1, partners::locations, i9_steps::section2, i9_steps::complete, i9_steps::approve, i9_steps::park,
         supplement_b::reverify, supplement_b::receipt_update, supplement_b::list,
+        everify::open, everify::of_i9, everify::get_one, everify::list, everify::confirm_details,
+        everify::continue_duplicate, everify::notify, everify::refer, everify::no_action,
+        everify::resubmit, everify::close,
         eins::list, eins::get_one,
         calendar::days, calendar::section2_due, calendar::list_closed_days, calendar::get_closed_day, calendar::set_closed_day, calendar::remove_closed_day,
         groups::list, groups::get_one, groups::users,
@@ -50,7 +53,8 @@ use crate::{auth::Caller, error};
         error::FieldError,
         I9Event,
         EmploymentEvent,
-        DocumentDueEvent
+        DocumentDueEvent,
+        EverifyEvent
     )),
     modifiers(&Security, &ClosedBodies, &BodyRefusals, &ResponseHeaders, &Webhooks)
 )]
@@ -326,7 +330,12 @@ impl Modify for ResponseHeaders {
 struct Webhooks;
 
 /// The component schemas of the event payloads.
-pub const EVENT_SCHEMAS: [&str; 3] = ["I9Event", "EmploymentEvent", "DocumentDueEvent"];
+pub const EVENT_SCHEMAS: [&str; 4] = [
+    "I9Event",
+    "EmploymentEvent",
+    "DocumentDueEvent",
+    "EverifyEvent",
+];
 
 impl Modify for Webhooks {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
@@ -370,10 +379,23 @@ impl Modify for Webhooks {
             };
             (t.as_str(), "DocumentDueEvent", summary)
         });
+        // E-Verify cases (docs/everify.md, "Partner events").
+        let everify = EverifyEventType::ALL.map(|t| {
+            let summary = match t {
+                EverifyEventType::CaseOpened => {
+                    "An E-Verify case was opened for an I-9 of a partner's employee"
+                }
+                EverifyEventType::StatusChanged => {
+                    "The status of an E-Verify case of a partner's employee changed"
+                }
+            };
+            (t.as_str(), "EverifyEvent", summary)
+        });
         let hooks: serde_json::Map<String, serde_json::Value> = i9
             .into_iter()
             .chain(employment)
             .chain(document_due)
+            .chain(everify)
             .map(|(event_type, schema, summary)| {
                 (event_type.to_owned(), webhook(event_type, schema, summary))
             })

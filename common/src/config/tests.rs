@@ -275,6 +275,7 @@ fn the_debug_output_of_a_configuration_holds_no_secret() {
             ("SMTP_URL", "smtps://mailer:smtp-pass-4Kd@relay.example:465"),
             ("DATA_ENCRYPTION_KEYS", &format!("2:{K1}")),
             ("SSN_HASH_KEYS_FILE", key_file.to_str().unwrap()),
+            ("EVERIFY_ADAPTER", "simulator"),
         ]),
     )
     .unwrap();
@@ -954,4 +955,48 @@ fn reminder_thresholds_are_read_and_checked() {
     }
     let e = read_err(Binary::Worker, &[dev, ("REMINDER_INTERVAL_SECS", "0")]);
     assert!(e.contains("REMINDER_INTERVAL_SECS"), "{e}");
+}
+
+/// E-Verify cases (docs/everify.md, decision 12): the simulator by default in
+/// development; outside it the adapter must be chosen, naming the variable;
+/// `e-verify` is not built yet.
+#[test]
+fn the_everify_adapter_is_chosen_outside_development() {
+    let dev = ("APP_ENV", "development");
+    let c = read(Binary::Worker, &vars(&[dev])).unwrap().config;
+    assert_eq!(
+        c.everify_adapter,
+        crate::domain::everify::ProgramName::Simulator
+    );
+    assert_eq!(c.everify_sim.step, Duration::from_secs(2));
+    assert_eq!(c.everify_sim.unavailable_retries, 3);
+    assert_eq!(c.everify_poll, Duration::from_secs(60));
+    let c = read(
+        Binary::Worker,
+        &vars(&[
+            dev,
+            ("EVERIFY_SIM_STEP_SECS", "1"),
+            ("EVERIFY_POLL_SECS", "5"),
+            ("EVERIFY_SIM_UNAVAILABLE_RETRIES", "0"),
+        ]),
+    )
+    .unwrap()
+    .config;
+    assert_eq!(c.everify_sim.step, Duration::from_secs(1));
+    assert_eq!(c.everify_poll, Duration::from_secs(5));
+    assert_eq!(c.everify_sim.unavailable_retries, 0);
+    for bad in [
+        ("EVERIFY_ADAPTER", "magic"),
+        ("EVERIFY_ADAPTER", "e-verify"),
+    ] {
+        let e = read_err(Binary::Worker, &[dev, bad]);
+        assert!(e.contains("EVERIFY_ADAPTER"), "{e}");
+    }
+    let e = read_err(Binary::Api, &[("APP_ENV", "production")]);
+    assert!(
+        e.contains("EVERIFY_ADAPTER must be set outside development"),
+        "{e}"
+    );
+    let e = read_err(Binary::Worker, &[dev, ("EVERIFY_POLL_SECS", "0")]);
+    assert!(e.contains("EVERIFY_POLL_SECS"), "{e}");
 }

@@ -3,7 +3,9 @@
 mod attestation;
 pub mod attested;
 pub mod calendar;
+// E-Verify cases (docs/everify.md).
 mod date;
+pub mod everify;
 pub mod fields;
 pub mod password;
 mod permission;

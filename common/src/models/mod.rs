@@ -12,6 +12,7 @@ pub mod audit;
 pub mod calendar;
 pub mod employee;
 mod error;
+pub mod everify_case;
 pub mod i9;
 pub mod i9_request;
 pub mod reminder;

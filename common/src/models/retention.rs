@@ -44,6 +44,9 @@ pub const I9_PERSONAL_TABLES: &[&str] = &[
     "i9_preparers",
     // Supplement B: new names, document numbers, signatures.
     "i9_supplement_b",
+    // E-Verify cases (docs/everify.md): the case creator, reason texts; their
+    // history goes with them (ON DELETE CASCADE).
+    "everify_cases",
 ];
 
 /// Who purged: the worker's daily round or `i9-admin purge`.

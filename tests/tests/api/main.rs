@@ -12,6 +12,7 @@ mod callbacks;
 mod connections;
 mod dead_letters;
 mod employee_writes;
+mod everify;
 mod history;
 mod inspection;
 mod jobs;

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use i9_api::{
     list::FilterSpec,
-    routes::{eins, employees, groups, i9s, openapi, partners, roles, users},
+    routes::{eins, employees, everify, groups, i9s, openapi, partners, roles, users},
 };
 use i9_tests::{spawn_app, ADMIN, ATS_BOT};
 use serde_json::Value;
@@ -87,7 +87,7 @@ fn documented_query_parameters_are_exactly_the_accepted_ones() {
 }
 
 /// Every collection: its path and the filters its handler accepts.
-const COLLECTIONS: [(&str, &[FilterSpec]); 11] = [
+const COLLECTIONS: [(&str, &[FilterSpec]); 12] = [
     ("/v1/employees", employees::FILTERS),
     ("/v1/i9s", i9s::FILTERS),
     ("/v1/eins", eins::FILTERS),
@@ -96,6 +96,7 @@ const COLLECTIONS: [(&str, &[FilterSpec]); 11] = [
     ("/v1/users", users::FILTERS),
     ("/v1/roles", roles::FILTERS),
     ("/v1/partners/locations", partners::LOCATION_FILTERS),
+    ("/v1/everify-cases", everify::FILTERS),
     // Paged lists without filters.
     ("/v1/employees/{id}/periods", &[]),
     ("/v1/employees/{id}/history", &[]),
@@ -711,7 +712,9 @@ fn the_callbacks_are_webhooks_whose_bodies_are_the_recorded_event_types() {
             "employee.terminated",
             "employee.termination_cancelled",
             "employee.rehired",
-            "i9.document_due"
+            "i9.document_due",
+            "everify.case_opened",
+            "everify.status_changed"
         ])
     );
     for t in &types {

@@ -306,6 +306,14 @@ pub struct EmployeeRecord {
     /// I-9s from the retention purge (docs/retention.md, "Legal holds").
     #[sqlx(skip)]
     pub legal_hold: bool,
+    /// The employee's latest E-Verify case, if any (docs/everify.md).
+    #[sqlx(skip)]
+    pub everify_case: Option<crate::routes::everify::EverifyCaseSummary>,
+    /// Whether one of the employee's E-Verify cases is not closed: an
+    /// unresolved verification record (docs/everify.md, "Unresolved
+    /// verification records").
+    #[sqlx(skip)]
+    pub unresolved_verification: bool,
     /// `self`; `i9s`, the employee's I-9s (`/v1/i9s?employeeId=`); and
     /// `i9` for each I-9 of the employee, newest first.
     #[sqlx(skip)]
@@ -444,6 +452,8 @@ impl From<EmployeeRow> for EmployeeRecord {
             i9_form_section2_link: None,
             links: Vec::new(),
             legal_hold: false,
+            everify_case: None,
+            unresolved_verification: false,
             ssn_ciphertext: r.ssn_ciphertext,
             ssn_last4: r.ssn_last4,
             section2_i9_id: None,
@@ -537,6 +547,10 @@ pub async fn fetch(
         .map(|i9| format!("{}/v1/i9s/{i9}/section2", state.config.public_base_url));
     rec.links = record_links(id, &i9_ids, !caller.partner);
     rec.legal_hold = retention::held(&mut *conn, id).await?;
+    let (latest, unresolved) =
+        i9_common::models::everify_case::latest_of_employee(&mut *conn, id).await?;
+    rec.everify_case = latest.map(Into::into);
+    rec.unresolved_verification = unresolved;
     Ok(Some(rec))
 }
 

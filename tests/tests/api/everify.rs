@@ -1,0 +1,816 @@
+//! E-Verify cases (docs/everify.md) against the built-in simulator: one
+//! test per scenario of the simulator's table, each driving one partner's
+//! employee end to end through the API, the worker (`submit_everify_case`)
+//! and the poll round (`workers/src/everify.rs`), counting the partner
+//! events the suite's receiver gets (exactly those, in order) and checking
+//! the 409 of a step that does not fit; the late-reason and opening rules;
+//! visibility and the partner's read-only reach.
+
+use i9_tests::{eventually, spawn, Receiver, Stack, TestApp, ADMIN, ATS_BOT, BOSTON_VIEWER};
+use serde_json::{json, Value};
+
+use crate::callbacks::verified;
+
+const ATS: (&str, &str) = ("greenhouse-ats", "ats-secret-change-me");
+
+struct Case {
+    app: TestApp,
+    receiver: Receiver,
+    token: String,
+    employee: i64,
+    i9: i64,
+}
+
+/// The whole stack with the simulator's steps at a second, its outage at two
+/// failed calls, and a poll round running.
+async fn stack() -> (TestApp, Receiver) {
+    let app = spawn(
+        Stack {
+            jobs: true,
+            ..Stack::default()
+        },
+        |c| {
+            c.allow_private_callbacks = true;
+            c.everify_sim.step = std::time::Duration::from_secs(1);
+            c.everify_sim.unavailable_retries = 2;
+            c.everify_poll = std::time::Duration::from_millis(200);
+        },
+    )
+    .await;
+    let receiver = app.partner_endpoint().await;
+    let ctx = i9_workers::Context::new((*app.config).clone(), app.pool().clone())
+        .expect("worker context");
+    tokio::spawn(i9_workers::everify::run(ctx, app.stop_signal()));
+    (app, receiver)
+}
+
+/// A partner's employee of `acme-us` (E-Verify, Active) named `last_name`,
+/// starting today, with an I-9 in `status`.
+async fn employee(app: &TestApp, last_name: &str, status: &str) -> (i64, i64) {
+    let employee = app
+        .insert_employee("Ana", last_name, "Portland Warehouse", None)
+        .await;
+    let today = app.config.today();
+    sqlx::query(
+        "UPDATE employees SET legal_entity_id = (SELECT id FROM legal_entities WHERE seed_key = 'acme-us'),
+                integration_client_id = (SELECT id FROM oauth_clients WHERE client_id = 'greenhouse-ats'),
+                integration_candidate_id = 'cand-' || id
+         WHERE id = $1",
+    )
+    .bind(employee)
+    .execute(app.pool())
+    .await
+    .unwrap();
+    sqlx::query("UPDATE employment_periods SET start_date = $2 WHERE employee_id = $1")
+        .bind(employee)
+        .bind(today)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let i9 = app.insert_i9(employee, status).await;
+    (employee, i9)
+}
+
+async fn open_case(last_name: &str) -> (Case, i64) {
+    let (app, receiver) = stack().await;
+    let token = app.token(ADMIN).await;
+    let (employee, i9) = employee(&app, last_name, "Signed Sec 2").await;
+    let r = app
+        .post_json(&format!("/v1/i9s/{i9}/everify"), &token, &json!({}))
+        .await;
+    assert_eq!(r.status(), 202);
+    let location = r.headers()["location"].to_str().unwrap().to_owned();
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["status"], "Pending", "{body}");
+    assert_eq!(body["program"], "simulator");
+    assert_eq!(body["late"], false);
+    let id = body["id"].as_i64().unwrap();
+    assert_eq!(location, format!("/v1/everify-cases/{id}"));
+    (
+        Case {
+            app,
+            receiver,
+            token,
+            employee,
+            i9,
+        },
+        id,
+    )
+}
+
+impl Case {
+    async fn get(&self, id: i64) -> Value {
+        self.app
+            .get_json(&format!("/v1/everify-cases/{id}"), &self.token)
+            .await
+    }
+
+    async fn wait_for(&self, id: i64, status: &str) -> Value {
+        eventually(&format!("case {id} is {status}"), || async {
+            self.get(id).await["status"] == status
+        })
+        .await;
+        self.get(id).await
+    }
+
+    async fn step(&self, id: i64, step: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self
+            .app
+            .http
+            .post(self.app.url(&format!("/v1/everify-cases/{id}/{step}")))
+            .bearer_auth(&self.token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let r = req.send().await.unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().await.unwrap_or(Value::Null))
+    }
+
+    /// The step is refused: 409.
+    async fn refused(&self, id: i64, step: &str) {
+        let body = (step == "close").then(|| json!({"closureReason": "EMPLOYEE_QUIT"}));
+        let (status, problem) = self.step(id, step, body).await;
+        assert_eq!(status, 409, "{step}: {problem}");
+    }
+
+    async fn ok(&self, id: i64, step: &str, body: Option<Value>) -> Value {
+        let (status, rec) = self.step(id, step, body).await;
+        assert_eq!(status, 202, "{step}: {rec}");
+        rec
+    }
+
+    /// Exactly `expected` E-Verify events (type and case status, in order)
+    /// reach the partner, signed, in the employee's sequence, and no other
+    /// was recorded.
+    async fn events(&self, expected: &[(&str, &str)]) -> Vec<Value> {
+        let n = expected.len();
+        eventually(&format!("{n} E-Verify events delivered"), || async {
+            verified(&self.receiver).len() >= n
+        })
+        .await;
+        let events = verified(&self.receiver);
+        let got: Vec<(String, String)> = events
+            .iter()
+            .map(|e| {
+                (
+                    e["type"].as_str().unwrap().to_owned(),
+                    e["caseStatus"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let want: Vec<(String, String)> = expected
+            .iter()
+            .map(|(t, s)| (format!("everify.{t}"), (*s).to_owned()))
+            .collect();
+        assert_eq!(got, want);
+        let sequences: Vec<i64> = events
+            .iter()
+            .map(|e| e["sequence"].as_i64().unwrap())
+            .collect();
+        assert_eq!(sequences, (1..=n as i64).collect::<Vec<_>>());
+        let recorded: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM partner_events WHERE employee_id = $1 AND event_type LIKE 'everify.%'",
+        )
+        .bind(self.employee)
+        .fetch_one(self.app.pool())
+        .await
+        .unwrap();
+        assert_eq!(recorded, n as i64, "no other event was recorded");
+        let validators = crate::callbacks::webhook_validators(&self.app).await;
+        for e in &events {
+            let t = e["type"].as_str().unwrap();
+            assert!(validators[t].is_valid(e), "{t} matches its webhook: {e}");
+            assert_eq!(e["employeeId"], self.employee);
+            assert_eq!(e["i9Id"], self.i9);
+            assert_eq!(e["program"], "simulator");
+            let text = e.to_string();
+            assert!(!text.contains("Ana"), "no names in an event: {text}");
+        }
+        events
+    }
+}
+
+fn number(id: i64) -> String {
+    format!("SIM{id:012}")
+}
+
+#[tokio::test]
+async fn any_other_name_is_employment_authorized_and_closed() {
+    let (c, id) = open_case("Diaz").await;
+    let rec = c.wait_for(id, "Closed").await;
+    assert_eq!(rec["result"], "Employment Authorized");
+    assert_eq!(rec["closureReason"], "EMPLOYEE_CONTINUES_TO_WORK_AFTER_EA");
+    assert_eq!(rec["caseNumber"], number(id));
+    assert_eq!(rec["nextStep"], Value::Null);
+    let events = c
+        .events(&[("case_opened", "Pending"), ("status_changed", "Closed")])
+        .await;
+    assert_eq!(events[0]["previousCaseStatus"], Value::Null);
+    assert_eq!(events[1]["previousCaseStatus"], "Pending");
+    assert_eq!(events[1]["result"], "Employment Authorized");
+    assert_eq!(events[1]["caseNumber"], number(id));
+    for step in [
+        "refer",
+        "notify",
+        "no-action",
+        "confirm-details",
+        "resubmit",
+        "close",
+    ] {
+        c.refused(id, step).await;
+    }
+    // Verified: no second case.
+    let r = c
+        .app
+        .post_json(&format!("/v1/i9s/{}/everify", c.i9), &c.token, &json!({}))
+        .await;
+    assert_eq!(r.status(), 409);
+    // The records show the latest case.
+    let i9 = c.app.get_json(&format!("/v1/i9s/{}", c.i9), &c.token).await;
+    assert_eq!(i9["everifyCase"]["id"], id);
+    assert_eq!(i9["everifyCase"]["status"], "Closed");
+    let emp = c
+        .app
+        .get_json(&format!("/v1/employees/{}", c.employee), &c.token)
+        .await;
+    assert_eq!(emp["everifyCase"]["caseNumber"], number(id));
+    assert_eq!(emp["unresolvedVerification"], false);
+    let of_i9 = c
+        .app
+        .get_json(&format!("/v1/i9s/{}/everify", c.i9), &c.token)
+        .await;
+    assert_eq!(of_i9.as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn ev_moretime_then_employment_authorized() {
+    let (c, id) = open_case("EV-MORETIME").await;
+    let rec = c.wait_for(id, "E-Verify Needs More Time").await;
+    assert_eq!(rec["nextStep"], "DHS answers");
+    let (status, problem) = c
+        .step(
+            id,
+            "close",
+            Some(json!({"closureReason": "INCORRECT_DATA"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{problem}");
+    assert_eq!(problem["errors"][0]["field"], "closureReason");
+    c.refused(id, "refer").await;
+    c.wait_for(id, "Closed").await;
+    c.events(&[
+        ("case_opened", "Pending"),
+        ("status_changed", "E-Verify Needs More Time"),
+        ("status_changed", "Closed"),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn ev_moretime_tnc_then_a_dhs_mismatch_referred_and_authorized() {
+    let (c, id) = open_case("EV-MORETIME-TNC").await;
+    c.wait_for(id, "E-Verify Needs More Time").await;
+    let rec = c.wait_for(id, "Tentative Nonconfirmation").await;
+    assert_eq!(rec["agency"], "DHS");
+    c.ok(id, "notify", None).await;
+    c.ok(id, "refer", None).await;
+    c.wait_for(id, "Closed").await;
+    c.events(&[
+        ("case_opened", "Pending"),
+        ("status_changed", "E-Verify Needs More Time"),
+        ("status_changed", "Tentative Nonconfirmation"),
+        ("status_changed", "Referred"),
+        ("status_changed", "Closed"),
+    ])
+    .await;
+}
+
+/// A mismatch of `agency`, notified and referred; then `then` (the statuses
+/// the program takes), each reached before the next.
+async fn referred(name: &str, agency: &str) -> (Case, i64) {
+    let (c, id) = open_case(name).await;
+    let rec = c.wait_for(id, "Tentative Nonconfirmation").await;
+    assert_eq!(rec["agency"], agency);
+    assert_eq!(
+        rec["nextStep"],
+        "Notify the employee and give the Further Action Notice"
+    );
+    assert!(rec["nextStepDueDate"].is_string());
+    c.refused(id, "refer").await; // the notice first
+    c.refused(id, "confirm-details").await;
+    c.ok(id, "notify", None).await;
+    c.refused(id, "notify").await; // once
+    let rec = c.ok(id, "refer", None).await;
+    assert_eq!(rec["status"], "Referred");
+    assert_eq!(rec["nextStep"], format!("The employee contacts {agency}"));
+    c.refused(id, "no-action").await;
+    (c, id)
+}
+
+#[tokio::test]
+async fn tnc_ssa_referred_continuance_then_authorized() {
+    let (c, id) = referred("TNC-SSA", "SSA").await;
+    c.wait_for(id, "Case in Continuance").await;
+    let rec = c.wait_for(id, "Closed").await;
+    assert_eq!(rec["result"], "Employment Authorized");
+    c.events(&[
+        ("case_opened", "Pending"),
+        ("status_changed", "Tentative Nonconfirmation"),
+        ("status_changed", "Referred"),
+        ("status_changed", "Case in Continuance"),
+        ("status_changed", "Closed"),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn tnc_dhs_referred_then_authorized() {
+    let (c, id) = referred("TNC-DHS", "DHS").await;
+    let rec = c.wait_for(id, "Closed").await;
+    assert_eq!(rec["result"], "Employment Authorized");
+    let history: Vec<&str> = rec["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(history, ["open", "program", "notify", "refer", "program"]);
+    c.events(&[
+        ("case_opened", "Pending"),
+        ("status_changed", "Tentative Nonconfirmation"),
+        ("status_changed", "Referred"),
+        ("status_changed", "Closed"),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn tnc_dual_referred_continuance_then_authorized() {
+    let (c, id) = referred("TNC-DUAL", "SSA and DHS").await;
+    c.wait_for(id, "Case in Continuance").await;
+    c.wait_for(id, "Closed").await;
+    c.events(&[
+        ("case_opened", "Pending"),
+        ("status_changed", "Tentative Nonconfirmation"),
+        ("status_changed", "Referred"),
+        ("status_changed", "Case in Continuance"),
+        ("status_changed", "Closed"),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn tnc_ssa_fnc_referred_then_final_nonconfirmation_closed_by_the_employer() {
+    let (c, id) = referred("TNC-SSA-FNC", "SSA").await;
+    let rec = c.wait_for(id, "Final Nonconfirmation").await;
+    assert_eq!(rec["basis"], "agency");
+    assert_eq!(rec["nextStep"], "Close the case");
+    // Continuing to employ needs a typed reason; a no-show code does not fit.
+    let (status, problem) = c
+        .step(
+            id,
+            "close",
+            Some(json!({"closureReason": "EMPLOYEE_CONTINUES_TO_WORK_AFTER_FNC"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{problem}");
+    assert_eq!(problem["errors"][0]["field"], "closureNote");
+    let (status, problem) = c
+        .step(
+            id,
+            "close",
+            Some(json!({"closureReason": "EMPLOYEE_TERMINATED_FOR_NO_SHOW"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{problem}");
+    assert_eq!(problem["errors"][0]["field"], "closureReason");
+    let rec = c
+        .ok(
+            id,
+            "close",
+            Some(json!({"closureReason": "EMPLOYEE_TERMINATED_FOR_FNC"})),
+        )
+        .await;
+    assert_eq!(rec["status"], "Closed");
+    assert_eq!(rec["result"], "Final Nonconfirmation");
+    assert_eq!(rec["employedAtClosure"], false);
+    c.events(&[
+        ("case_opened", "Pending"),
+        ("status_changed", "Tentative Nonconfirmation"),
+        ("status_changed", "Referred"),
+        ("status_changed", "Final Nonconfirmation"),
+        ("status_changed", "Closed"),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn tnc_dhs_fnc_referred_continuance_then_final_nonconfirmation() {
+    let (c, id) = referred("TNC-DHS-FNC", "DHS").await;
+    c.wait_for(id, "Case in Continuance").await;
+    c.wait_for(id, "Final Nonconfirmation").await;
+    c.ok(
+        id,
+        "close",
+        Some(
+            json!({"closureReason": "EMPLOYEE_CONTINUES_TO_WORK_AFTER_FNC",
+                    "closureNote": "Reviewing with counsel"}),
+        ),
+    )
+    .await;
+    c.events(&[
+        ("case_opened", "Pending"),
+        ("status_changed", "Tentative Nonconfirmation"),
+        ("status_changed", "Referred"),
+        ("status_changed", "Case in Continuance"),
+        ("status_changed", "Final Nonconfirmation"),
+        ("status_changed", "Closed"),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn tnc_noshow_final_nonconfirmation_once_the_eight_days_have_passed() {
+    let (c, id) = referred("TNC-NOSHOW", "DHS").await;
+    // Nothing while the employee's eight federal working days run.
+    let ctx = i9_workers::Context::new((*c.app.config).clone(), c.app.pool().clone()).unwrap();
+    let round = i9_workers::everify::round(&ctx, c.app.config.today())
+        .await
+        .unwrap();
+    assert_eq!(round.applied, 0);
+    // The referral a month ago: the days have passed.
+    sqlx::query("UPDATE everify_cases SET referred_on = referred_on - 30 WHERE id = $1")
+        .bind(id)
+        .execute(c.app.pool())
+        .await
+        .unwrap();
+    let rec = c.wait_for(id, "Final Nonconfirmation").await;
+    assert_eq!(rec["basis"], "no_show");
+    c.ok(
+        id,
+        "close",
+        Some(json!({"closureReason": "EMPLOYEE_TERMINATED_FOR_NO_SHOW"})),
+    )
+    .await;
+    c.events(&[
+        ("case_opened", "Pending"),
+        ("status_changed", "Tentative Nonconfirmation"),
+        ("status_changed", "Referred"),
+        ("status_changed", "Final Nonconfirmation"),
+        ("status_changed", "Closed"),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn tnc_continuance_stays_until_the_employment_ends() {
+    let (c, id) = referred("TNC-CONTINUANCE", "DHS").await;
+    let rec = c.wait_for(id, "Case in Continuance").await;
+    assert!(rec["nextStep"]
+        .as_str()
+        .unwrap()
+        .contains("contact E-Verify"));
+    // Only an ended employment closes it while the agency has it.
+    let (status, problem) = c
+        .step(
+            id,
+            "close",
+            Some(json!({"closureReason": "OTHER", "closureNote": "x"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{problem}");
+    let emp = c
+        .app
+        .get_json(&format!("/v1/employees/{}", c.employee), &c.token)
+        .await;
+    assert_eq!(emp["unresolvedVerification"], true);
+    c.ok(id, "close", Some(json!({"closureReason": "EMPLOYEE_QUIT"})))
+        .await;
+    c.events(&[
+        ("case_opened", "Pending"),
+        ("status_changed", "Tentative Nonconfirmation"),
+        ("status_changed", "Referred"),
+        ("status_changed", "Case in Continuance"),
+        ("status_changed", "Closed"),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn resubmit_closes_the_case_and_the_new_one_is_authorized() {
+    let (c, id) = open_case("RESUBMIT").await;
+    let rec = c.wait_for(id, "Close Case and Resubmit").await;
+    assert_eq!(rec["nextStep"], "Close and create a new case");
+    c.refused(id, "refer").await;
+    let (status, new) = c.step(id, "resubmit", None).await;
+    assert_eq!(status, 202, "{new}");
+    let new_id = new["id"].as_i64().unwrap();
+    assert_ne!(new_id, id);
+    assert_eq!(new["resubmitOf"], id);
+    let old = c.get(id).await;
+    assert_eq!(old["status"], "Closed");
+    assert_eq!(old["resubmittedAs"], new_id);
+    let rec = c.wait_for(new_id, "Closed").await;
+    assert_eq!(rec["result"], "Employment Authorized");
+    let events = c
+        .events(&[
+            ("case_opened", "Pending"),
+            ("status_changed", "Close Case and Resubmit"),
+            ("status_changed", "Closed"),
+            ("case_opened", "Pending"),
+            ("status_changed", "Closed"),
+        ])
+        .await;
+    assert_eq!(events[3]["caseId"], new_id);
+}
+
+#[tokio::test]
+async fn incomplete_then_confirmed_and_authorized() {
+    let (c, id) = open_case("INCOMPLETE").await;
+    let rec = c.wait_for(id, "Case Incomplete").await;
+    assert_eq!(rec["nextStep"], "Confirm the case data or close the case");
+    c.refused(id, "notify").await;
+    let rec = c.ok(id, "confirm-details", None).await;
+    assert_eq!(rec["status"], "Pending");
+    c.wait_for(id, "Closed").await;
+    c.events(&[
+        ("case_opened", "Pending"),
+        ("status_changed", "Case Incomplete"),
+        ("status_changed", "Pending"),
+        ("status_changed", "Closed"),
+    ])
+    .await;
+}
+
+#[tokio::test]
+async fn unavailable_retries_then_authorized() {
+    let (c, id) = open_case("UNAVAILABLE").await;
+    let rec = c.wait_for(id, "Closed").await;
+    assert_eq!(rec["result"], "Employment Authorized");
+    let attempts: i32 =
+        sqlx::query_scalar("SELECT unavailable_attempts FROM everify_cases WHERE id = $1")
+            .bind(id)
+            .fetch_one(c.app.pool())
+            .await
+            .unwrap();
+    assert_eq!(attempts, 2, "two failed calls, then the answer");
+    c.events(&[("case_opened", "Pending"), ("status_changed", "Closed")])
+        .await;
+}
+
+/// `no-action` on a mismatch: a Final Nonconfirmation (`no_action`), closed
+/// with its own codes only; a step that does not fit is a 409 naming the next one.
+#[tokio::test]
+async fn a_step_that_does_not_fit_the_status_is_409() {
+    let (c, id) = open_case("TNC-DHS").await;
+    c.wait_for(id, "Tentative Nonconfirmation").await;
+    let (status, problem) = c.step(id, "resubmit", None).await;
+    assert_eq!(status, 409);
+    assert!(
+        problem["detail"]
+            .as_str()
+            .unwrap()
+            .contains("Notify the employee"),
+        "{problem}"
+    );
+    let rec = c.ok(id, "no-action", None).await;
+    assert_eq!(rec["status"], "Final Nonconfirmation");
+    assert_eq!(rec["basis"], "no_action");
+    c.refused(id, "refer").await;
+    let (status, _) = c
+        .step(
+            id,
+            "close",
+            Some(json!({"closureReason": "EMPLOYEE_TERMINATED_FOR_FNC"})),
+        )
+        .await;
+    assert_eq!(status, 422);
+    let (status, problem) = c.step(id, "close", Some(json!({}))).await;
+    assert_eq!(status, 422, "{problem}");
+    assert_eq!(problem["errors"][0]["field"], "closureReason");
+    c.ok(
+        id,
+        "close",
+        Some(json!({"closureReason": "EMPLOYEE_TERMINATED_FOR_NO_ACTION"})),
+    )
+    .await;
+    c.refused(id, "close").await;
+    let audit: Vec<String> = sqlx::query_scalar(
+        "SELECT action FROM audit_log WHERE resource_type = 'everify_case' AND resource_id = $1 ORDER BY id",
+    )
+    .bind(id.to_string())
+    .fetch_all(c.app.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        audit,
+        [
+            "everify.case_opened",
+            "everify.status_changed",
+            "everify.step",
+            "everify.step",
+            "everify.closed"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn the_opening_rules_and_the_late_reason() {
+    let (app, _receiver) = stack().await;
+    let token = app.token(ADMIN).await;
+    let open = |i9: i64, body: Value| {
+        let app = &app;
+        let token = token.clone();
+        async move {
+            let r = app
+                .post_json(&format!("/v1/i9s/{i9}/everify"), &token, &body)
+                .await;
+            let status = r.status().as_u16();
+            (status, r.json::<Value>().await.unwrap())
+        }
+    };
+    let codes = |p: &Value| -> Vec<(String, String)> {
+        p["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["field"].as_str().unwrap().to_owned(),
+                    e["code"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    // Sections 1 and 2 first.
+    let (_, i9) = employee(&app, "Diaz", "Signed Sec 1").await;
+    let (status, p) = open(i9, json!({})).await;
+    assert_eq!(status, 409, "{p}");
+    // On time: no late reason.
+    let (_, i9) = employee(&app, "Diaz", "Completed").await;
+    let (status, p) = open(i9, json!({"lateReason": "AWAITING_SSN"})).await;
+    assert_eq!(status, 422);
+    assert_eq!(codes(&p), [("lateReason".into(), "not_late".into())]);
+    // Late: a reason is required, a typed one without personal data.
+    sqlx::query("UPDATE i9s SET start_date = DATE '2026-01-05' WHERE id = $1")
+        .bind(i9)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let (status, p) = open(i9, json!({})).await;
+    assert_eq!(status, 422);
+    assert_eq!(codes(&p), [("lateReason".into(), "required".into())]);
+    let (status, p) = open(i9, json!({"lateReason": "OTHER"})).await;
+    assert_eq!(status, 422);
+    assert_eq!(codes(&p), [("lateReasonOther".into(), "required".into())]);
+    let (status, p) = open(
+        i9,
+        json!({"lateReason": "OTHER", "lateReasonOther": "waited for card 078-05-1120"}),
+    )
+    .await;
+    assert_eq!(status, 422);
+    assert_eq!(codes(&p), [("lateReasonOther".into(), "sensitive".into())]);
+    assert!(!p.to_string().contains("078-05-1120"), "never the value");
+    let (status, p) = open(
+        i9,
+        json!({"lateReason": "OTHER", "lateReasonOther": "x".repeat(201)}),
+    )
+    .await;
+    assert_eq!(status, 422, "{p}");
+    let (status, p) = open(i9, json!({"lateReason": "SOON"})).await;
+    assert_eq!(status, 422);
+    assert_eq!(codes(&p), [("lateReason".into(), "invalid_value".into())]);
+    let count = || async {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM everify_cases WHERE i9_id = $1")
+            .bind(i9)
+            .fetch_one(app.pool())
+            .await
+            .unwrap()
+    };
+    assert_eq!(count().await, 0, "nothing written");
+    let (status, rec) = open(
+        i9,
+        json!({"lateReason": "OTHER", "lateReasonOther": "The hiring manager was away"}),
+    )
+    .await;
+    assert_eq!(status, 202, "{rec}");
+    assert_eq!(rec["late"], true);
+    assert_eq!(rec["dueOn"], "2026-01-08");
+    // One open case per I-9.
+    let (status, p) = open(i9, json!({})).await;
+    assert_eq!(status, 409, "{p}");
+    assert_eq!(count().await, 1);
+    // Hired before the MOU.
+    let (_, i9) = employee(&app, "Diaz", "Approved").await;
+    sqlx::query("UPDATE i9s SET start_date = DATE '2023-01-02' WHERE id = $1")
+        .bind(i9)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let (status, p) = open(i9, json!({"lateReason": "AUDIT_REVEALED_NEW_HIRE_NOT_RUN"})).await;
+    assert_eq!(status, 422);
+    assert_eq!(codes(&p), [("startDate".into(), "hired_before_mou".into())]);
+    // A legal entity not enrolled, and one not in good standing.
+    let lee = app.employee_id("EMP-1003").await; // acme-labs
+    sqlx::query("UPDATE employment_periods SET start_date = $2 WHERE employee_id = $1")
+        .bind(lee)
+        .bind(app.config.today())
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let i9 = app.insert_i9(lee, "Signed Sec 2").await;
+    let (status, p) = open(i9, json!({})).await;
+    assert_eq!(status, 422, "{p}");
+    assert_eq!(
+        codes(&p),
+        [("legalEntity".into(), "everify_not_enrolled".into())]
+    );
+    sqlx::query(
+        "UPDATE legal_entities SET everify_id = '7654321', everify_status = 'Terminated'
+         WHERE seed_key = 'acme-labs'",
+    )
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let (status, p) = open(i9, json!({})).await;
+    assert_eq!(status, 422);
+    assert_eq!(
+        codes(&p),
+        [("legalEntity".into(), "everify_not_in_good_standing".into())]
+    );
+}
+
+#[tokio::test]
+async fn cases_are_seen_as_their_i9s_and_partners_only_read() {
+    let (c, id) = open_case("TNC-DHS").await;
+    c.wait_for(id, "Tentative Nonconfirmation").await;
+    // Outside the caller's groups: not found.
+    let boston = c.app.token(BOSTON_VIEWER).await;
+    assert_eq!(
+        c.app
+            .get(&format!("/v1/everify-cases/{id}"), &boston)
+            .await
+            .status(),
+        404
+    );
+    let list = c.app.get_json("/v1/everify-cases", &boston).await;
+    assert_eq!(list["total"], 0);
+    // The partner reads its employee's case, and takes no step.
+    let partner = c.app.sign_in_with(ATS, ATS_BOT, None).await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let rec = c
+        .app
+        .get_json(&format!("/v1/everify-cases/{id}"), &partner)
+        .await;
+    assert_eq!(rec["status"], "Tentative Nonconfirmation");
+    let r = c
+        .app
+        .http
+        .post(c.app.url(&format!("/v1/everify-cases/{id}/notify")))
+        .bearer_auth(&partner)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = c
+        .app
+        .post_json(&format!("/v1/i9s/{}/everify", c.i9), &partner, &json!({}))
+        .await;
+    assert_eq!(r.status(), 403);
+    // The list's filters.
+    let all = c
+        .app
+        .get_json(
+            &format!(
+                "/v1/everify-cases?unresolved=true&employeeId={}",
+                c.employee
+            ),
+            &c.token,
+        )
+        .await;
+    assert_eq!(all["total"], 1);
+    assert_eq!(all["searchResult"][0]["id"], id);
+    let none = c
+        .app
+        .get_json(
+            &format!("/v1/everify-cases?status=Closed&i9Id={}", c.i9),
+            &c.token,
+        )
+        .await;
+    assert_eq!(none["total"], 0);
+    let overdue = c
+        .app
+        .get_json("/v1/everify-cases?overdue=true", &c.token)
+        .await;
+    assert_eq!(overdue["total"], 0);
+    assert_eq!(
+        c.app
+            .get("/v1/everify-cases?colour=blue", &c.token)
+            .await
+            .status(),
+        400
+    );
+}
