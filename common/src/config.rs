@@ -177,6 +177,7 @@ pub const VARS: &[Var] = &[
     var("RETENTION_OUTBOX_SECS", Text("604800"), Worker, "published outbox rows kept"),
     var("REMINDER_THRESHOLDS_DAYS", Text("90,30,7"), Worker, "days before a reverification or receipt due date when reminders go (overdue always)"),
     var("REMINDER_INTERVAL_SECS", Text("3600"), Worker, "how often a worker looks for reminders to send"),
+    var("EVERIFY_REVOCATION_DUE_BUSINESS_DAYS", Text("10"), All, "business days from a Status Change Report's import to the reverification it asks for (1 to 365)"),
     var("HOSTNAME", Computed("the kernel's host name"), Services, "this host's name in the process registry"),
     var("RUST_LOG", Computed("info,sqlx=warn,lapin=off; i9-admin: warn,lapin=off"), All, "log filter, e.g. info,sqlx=warn (replaces the whole default)"),
     var("LOG_FORMAT", Text("text"), All, "text, or json for JSON lines"),
@@ -356,6 +357,10 @@ pub struct Config {
     /// due date when one goes (overdue always), and how often a worker looks.
     pub reminder_thresholds: crate::domain::Thresholds,
     pub reminder_interval: Duration,
+    /// Business days from the import of E-Verify's Status Change Report to
+    /// the reverification each of its applied rows asks for (docs/everify.md,
+    /// "The Status Change Report (2025)", decision 11).
+    pub everify_revocation_due_business_days: u32,
     pub retention_idempotency: Duration,
     pub retention_processed_jobs: Duration,
     pub retention_outbox: Duration,
@@ -407,6 +412,10 @@ impl std::fmt::Debug for Config {
             .field("clock_offset_days", &self.clock_offset_days)
             .field("reminder_thresholds", &self.reminder_thresholds)
             .field("reminder_interval", &self.reminder_interval)
+            .field(
+                "everify_revocation_due_business_days",
+                &self.everify_revocation_due_business_days,
+            )
             .field("retention_idempotency", &self.retention_idempotency)
             .field("retention_processed_jobs", &self.retention_processed_jobs)
             .field("retention_outbox", &self.retention_outbox)
@@ -1073,6 +1082,19 @@ fn read_with(binary: Binary, source: &dyn Source, with_keys: bool) -> anyhow::Re
             })
             .unwrap_or_default(),
         reminder_interval: r.secs("REMINDER_INTERVAL_SECS"),
+        everify_revocation_due_business_days: r
+            .get("EVERIFY_REVOCATION_DUE_BUSINESS_DAYS", |n, v| {
+                v.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|d| (1..=365).contains(d))
+                    .ok_or_else(|| {
+                        anyhow!(
+                            "{n} must be a whole number of business days from 1 to 365, not {v:?}"
+                        )
+                    })
+            })
+            .unwrap_or(10),
         retention_idempotency: r.secs("RETENTION_IDEMPOTENCY_SECS"),
         retention_processed_jobs: r.secs("RETENTION_PROCESSED_JOBS_SECS"),
         retention_outbox: r.secs("RETENTION_OUTBOX_SECS"),

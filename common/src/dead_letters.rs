@@ -888,6 +888,10 @@ fn subject(job: &Job) -> String {
             reminder_id,
             recipient,
         } => format!("reminder {reminder_id} (notificationEmail{recipient})"),
+        Job::SendRevocationEmail {
+            request_id,
+            recipient,
+        } => format!("reverification request {request_id} (notificationEmail{recipient})"),
     }
 }
 

@@ -12,15 +12,17 @@ pub enum JobKind {
     SendRemoteHireEmail,
     PostStatusCallback,
     SendReminderEmail,
+    SendRevocationEmail,
 }
 
 impl JobKind {
-    pub const ALL: [JobKind; 5] = [
+    pub const ALL: [JobKind; 6] = [
         Self::CreateI9,
         Self::SendLoginEmail,
         Self::SendRemoteHireEmail,
         Self::PostStatusCallback,
         Self::SendReminderEmail,
+        Self::SendRevocationEmail,
     ];
 
     pub fn name(self) -> &'static str {
@@ -30,6 +32,7 @@ impl JobKind {
             Self::SendRemoteHireEmail => "send_remote_hire_email",
             Self::PostStatusCallback => "post_status_callback",
             Self::SendReminderEmail => "send_reminder_email",
+            Self::SendRevocationEmail => "send_revocation_email",
         }
     }
 
@@ -55,6 +58,11 @@ pub enum Job {
     /// 2: `notificationEmail1`, `notificationEmail2`) an expiring-document
     /// reminder (`reminders`; docs/reminders.md).
     SendReminderEmail { reminder_id: i64, recipient: u8 },
+    /// Email one of the employer's notification addresses (`recipient` 1 or
+    /// 2) that E-Verify's Status Change Report named the EAD of an I-9 as
+    /// revoked and reverification is due (`i9_reverification_requests`;
+    /// docs/everify.md, "The Status Change Report (2025)").
+    SendRevocationEmail { request_id: i64, recipient: u8 },
 }
 
 impl Job {
@@ -65,6 +73,7 @@ impl Job {
             Job::SendRemoteHireEmail { .. } => JobKind::SendRemoteHireEmail,
             Job::PostStatusCallback { .. } => JobKind::PostStatusCallback,
             Job::SendReminderEmail { .. } => JobKind::SendReminderEmail,
+            Job::SendRevocationEmail { .. } => JobKind::SendRevocationEmail,
         }
     }
 }

@@ -869,7 +869,12 @@ async fn a_purge_deletes_the_i9s_preparers_and_supplement_b_entries() {
     // And I9_PERSONAL_TABLES names exactly those, with the Section 1 links.
     assert_eq!(
         retention::I9_PERSONAL_TABLES,
-        ["i9_requests", "i9_preparers", "i9_supplement_b"]
+        [
+            "i9_requests",
+            "i9_preparers",
+            "i9_reverification_requests",
+            "i9_supplement_b"
+        ]
     );
 }
 

@@ -10,6 +10,7 @@ pub mod post_status_callback;
 pub mod send_login_email;
 pub mod send_reminder_email;
 pub mod send_remote_hire_email;
+pub mod send_revocation_email;
 
 use i9_common::{
     crypto::DecryptError,
@@ -90,6 +91,10 @@ pub async fn handle(ctx: &Context, env: &Envelope) -> JobResult {
             reminder_id,
             recipient,
         } => send_reminder_email::run(ctx, env.job_id, *reminder_id, *recipient).await,
+        Job::SendRevocationEmail {
+            request_id,
+            recipient,
+        } => send_revocation_email::run(ctx, env.job_id, *request_id, *recipient).await,
     }
 }
 
