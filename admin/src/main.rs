@@ -86,6 +86,9 @@ enum Command {
     /// (I-9s, employees) and what a legal hold keeps (ids, retention date,
     /// rule, hold; never personal data), and change nothing.
     /// Reads no keys.
+    /// E-Verify (docs/everify.md).
+    #[command(subcommand)]
+    Everify(EverifyCommand),
     Purge {
         /// List what a round would purge; change nothing.
         #[arg(long)]
@@ -112,6 +115,22 @@ enum Command {
         /// are replaced).
         #[arg(long)]
         force: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum EverifyCommand {
+    /// Import E-Verify's Status Change Report (the CSV download) of a legal
+    /// entity, as `POST /v1/eins/{id}/everify/status-change-reports` does:
+    /// each row's outcome by row number (never a value) and the counts;
+    /// rows applied before do nothing again (docs/everify.md, "The Status
+    /// Change Report (2025)").
+    ImportStatusChangeReport {
+        /// The legal entity's id.
+        #[arg(long, value_name = "N")]
+        legal_entity: i64,
+        /// The report file (CSV, at most 5 MB).
+        file: PathBuf,
     },
 }
 
@@ -391,6 +410,11 @@ async fn run(cli: Cli, config: Settings) -> anyhow::Result<()> {
                 say!("skipped {} I-9s purged during the export", done.skipped);
             }
         }
+        Command::Everify(EverifyCommand::ImportStatusChangeReport { legal_entity, file }) => {
+            let config = config.with_keys()?;
+            let pool = db::connect(&config).await?;
+            import_status_change_report(&pool, &config, legal_entity, &file).await?;
+        }
         Command::Openapi => {
             say!(
                 "{}",
@@ -398,6 +422,73 @@ async fn run(cli: Cli, config: Settings) -> anyhow::Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+// `i9-admin everify import-status-change-report` (docs/everify.md).
+
+async fn import_status_change_report(
+    pool: &sqlx::PgPool,
+    config: &Config,
+    legal_entity: i64,
+    file: &std::path::Path,
+) -> anyhow::Result<()> {
+    use i9_common::models::{status_change_report as report, Actor, WriteError};
+    let size = std::fs::metadata(file)
+        .with_context(|| format!("cannot read {}", file.display()))?
+        .len();
+    if size > report::MAX_BYTES as u64 {
+        anyhow::bail!("{} is larger than 5 MB", file.display());
+    }
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let mut tx = pool.begin().await?;
+    let imported = match report::import(
+        &mut tx,
+        &Actor::default(),
+        legal_entity,
+        &bytes,
+        config.today(),
+        config.everify_revocation_due_business_days,
+        &config.public_base_url,
+    )
+    .await
+    {
+        Ok(i) => i,
+        Err(WriteError::NotFound) => anyhow::bail!("no legal entity {legal_entity}"),
+        Err(WriteError::Invalid(errors)) => {
+            let lines: Vec<String> = errors
+                .iter()
+                .map(|e| format!("  {} ({}): {}", e.field, e.code, e.message))
+                .collect();
+            anyhow::bail!(
+                "the file was not imported (nothing written):\n{}",
+                lines.join("\n")
+            );
+        }
+        Err(e) => return Err(e.into()),
+    };
+    tx.commit().await?;
+    for r in &imported.results {
+        say!(
+            "row {}: {}",
+            r.row,
+            serde_json::to_value(r.outcome)?.as_str().unwrap_or("-")
+        );
+    }
+    say!(
+        "import {}: {} row(s): {} applied, {} already applied, {} not current, {} document \
+         mismatch, {} not found; reverification due {}; {} email(s), {} partner event(s) queued",
+        imported.import_id,
+        imported.rows,
+        imported.applied,
+        imported.already_applied,
+        imported.not_current,
+        imported.document_mismatch,
+        imported.not_found,
+        imported.due_date,
+        imported.emails,
+        imported.events
+    );
     Ok(())
 }
 

@@ -100,6 +100,7 @@ pub const ROUTES: &[&str] = &[
     "/v1/eins/{id}/legal-holds",
     "/v1/legal-holds",
     "/v1/legal-holds/{id}",
+    "/v1/eins/{id}/everify/status-change-reports",
     "/account/set-password/{token}",
     "/account/sign-in",
     "/account/sign-out",
@@ -195,6 +196,13 @@ pub fn router(state: AppState) -> Router {
         .route(
             "/legal-holds/{id}",
             get(legal_holds::get_one).delete(legal_holds::lift),
+        )
+        // E-Verify's Status Change Report (docs/everify.md): a file of up to
+        // 5 MB, this route's own limit.
+        .route(
+            "/eins/{id}/everify/status-change-reports",
+            post(status_change_reports::import)
+                .layer(DefaultBodyLimit::max(status_change_reports::BODY_LIMIT)),
         );
 
     // The employee pages: link tokens in the path, personal data in the body.

@@ -181,6 +181,7 @@ pub const VARS: &[Var] = &[
     var("EVERIFY_POLL_SECS", Text("60"), Worker, "how often a worker asks the program for its updates of E-Verify cases"),
     var("EVERIFY_SIM_STEP_SECS", Text("2"), Worker, "the simulator: seconds each of its later decisions takes"),
     var("EVERIFY_SIM_UNAVAILABLE_RETRIES", Text("3"), Worker, "the simulator: failed calls before an UNAVAILABLE case is answered"),
+    var("EVERIFY_REVOCATION_DUE_BUSINESS_DAYS", Text("10"), All, "business days from a Status Change Report's import to the reverification it asks for (1 to 365)"),
     var("HOSTNAME", Computed("the kernel's host name"), Services, "this host's name in the process registry"),
     var("RUST_LOG", Computed("info,sqlx=warn,lapin=off; i9-admin: warn,lapin=off"), All, "log filter, e.g. info,sqlx=warn (replaces the whole default)"),
     var("LOG_FORMAT", Text("text"), All, "text, or json for JSON lines"),
@@ -365,6 +366,10 @@ pub struct Config {
     pub everify_adapter: crate::domain::everify::ProgramName,
     pub everify_poll: Duration,
     pub everify_sim: crate::everify::SimulatorSettings,
+    /// Business days from the import of E-Verify's Status Change Report to
+    /// the reverification each of its applied rows asks for (docs/everify.md,
+    /// "The Status Change Report (2025)", decision 11).
+    pub everify_revocation_due_business_days: u32,
     pub retention_idempotency: Duration,
     pub retention_processed_jobs: Duration,
     pub retention_outbox: Duration,
@@ -419,6 +424,10 @@ impl std::fmt::Debug for Config {
             .field("everify_adapter", &self.everify_adapter)
             .field("everify_poll", &self.everify_poll)
             .field("everify_sim", &self.everify_sim)
+            .field(
+                "everify_revocation_due_business_days",
+                &self.everify_revocation_due_business_days,
+            )
             .field("retention_idempotency", &self.retention_idempotency)
             .field("retention_processed_jobs", &self.retention_processed_jobs)
             .field("retention_outbox", &self.retention_outbox)
@@ -1112,6 +1121,19 @@ fn read_with(binary: Binary, source: &dyn Source, with_keys: bool) -> anyhow::Re
                 })
                 .unwrap_or_default(),
         },
+        everify_revocation_due_business_days: r
+            .get("EVERIFY_REVOCATION_DUE_BUSINESS_DAYS", |n, v| {
+                v.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|d| (1..=365).contains(d))
+                    .ok_or_else(|| {
+                        anyhow!(
+                            "{n} must be a whole number of business days from 1 to 365, not {v:?}"
+                        )
+                    })
+            })
+            .unwrap_or(10),
         retention_idempotency: r.secs("RETENTION_IDEMPOTENCY_SECS"),
         retention_processed_jobs: r.secs("RETENTION_PROCESSED_JOBS_SECS"),
         retention_outbox: r.secs("RETENTION_OUTBOX_SECS"),

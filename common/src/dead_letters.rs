@@ -889,6 +889,10 @@ fn subject(job: &Job) -> String {
             recipient,
         } => format!("reminder {reminder_id} (notificationEmail{recipient})"),
         Job::SubmitEverifyCase { case_id, .. } => format!("E-Verify case {case_id}"),
+        Job::SendRevocationEmail {
+            request_id,
+            recipient,
+        } => format!("reverification request {request_id} (notificationEmail{recipient})"),
     }
 }
 

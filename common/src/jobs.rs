@@ -12,6 +12,7 @@ pub enum JobKind {
     SendRemoteHireEmail,
     PostStatusCallback,
     SendReminderEmail,
+    SendRevocationEmail,
     SubmitEverifyCase,
 }
 
@@ -22,6 +23,7 @@ impl JobKind {
         Self::SendRemoteHireEmail,
         Self::PostStatusCallback,
         Self::SendReminderEmail,
+        Self::SendRevocationEmail,
         Self::SubmitEverifyCase,
     ];
 
@@ -32,6 +34,7 @@ impl JobKind {
             Self::SendRemoteHireEmail => "send_remote_hire_email",
             Self::PostStatusCallback => "post_status_callback",
             Self::SendReminderEmail => "send_reminder_email",
+            Self::SendRevocationEmail => "send_revocation_email",
             Self::SubmitEverifyCase => "submit_everify_case",
         }
     }
@@ -58,6 +61,11 @@ pub enum Job {
     /// 2: `notificationEmail1`, `notificationEmail2`) an expiring-document
     /// reminder (`reminders`; docs/reminders.md).
     SendReminderEmail { reminder_id: i64, recipient: u8 },
+    /// Email one of the employer's notification addresses (`recipient` 1 or
+    /// 2) that E-Verify's Status Change Report named the EAD of an I-9 as
+    /// revoked and reverification is due (`i9_reverification_requests`;
+    /// docs/everify.md, "The Status Change Report (2025)").
+    SendRevocationEmail { request_id: i64, recipient: u8 },
     /// Make a call of an E-Verify case to the program (docs/everify.md, "The
     /// adapter"): open it, or tell it of an employer's step.
     SubmitEverifyCase { case_id: i64, call: EverifyCall },
@@ -87,6 +95,7 @@ impl Job {
             Job::SendRemoteHireEmail { .. } => JobKind::SendRemoteHireEmail,
             Job::PostStatusCallback { .. } => JobKind::PostStatusCallback,
             Job::SendReminderEmail { .. } => JobKind::SendReminderEmail,
+            Job::SendRevocationEmail { .. } => JobKind::SendRevocationEmail,
             Job::SubmitEverifyCase { .. } => JobKind::SubmitEverifyCase,
         }
     }

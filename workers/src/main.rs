@@ -35,7 +35,7 @@ use i9_workers::{
 struct Args {
     /// Job kinds to serve, comma-separated (WORKER_KINDS; default: every kind).
     /// Kinds: create_i9, send_login_email, send_remote_hire_email, post_status_callback,
-    /// send_reminder_email, submit_everify_case.
+    /// send_reminder_email, send_revocation_email, submit_everify_case.
     #[arg(long)]
     kinds: Option<String>,
     /// Jobs run at once per kind, the prefetch limit (WORKER_PREFETCH).

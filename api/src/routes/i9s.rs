@@ -9,7 +9,10 @@ use chrono::{DateTime, NaiveDate, Utc};
 use i9_common::{
     crypto::Purpose,
     domain::{Attestation, DueKind, I9Status, Permission, Scope, Section1Difference},
-    models::retention,
+    models::{
+        retention,
+        status_change_report::{self, ReverificationRequired},
+    },
 };
 use serde::Serialize;
 use sqlx::FromRow;
@@ -84,11 +87,16 @@ pub const QUEUES: &[Queue] = &[
     // earlier; one ending later is still employed): `i9_awaits_follow_up`,
     // written once in migrations/20261124200501_reminders.sql and read by
     // the reminders too. The soonest first.
+    // A reverification a Status Change Report asks for (docs/everify.md)
+    // is due by its request's day (`i9_revocation_due`, the earliest open
+    // request's; migrations/20261125000300_status_change_reports.sql): the
+    // earlier of the two dates puts the I-9 in the queue and orders it.
     Queue {
         name: "reverification",
-        condition: "i.status <> 'Parked' AND i.i9_expiration <= {today} + {param}
+        condition: "i.status <> 'Parked'
+                    AND LEAST(i.i9_expiration, i9_revocation_due(i.id)) <= {today} + {param}
                     AND i9_awaits_follow_up(i.status, i.employee_id, {today})",
-        order: "ORDER BY i.i9_expiration, i.id",
+        order: "ORDER BY LEAST(i.i9_expiration, i9_revocation_due(i.id)), i.id",
         param: Some("withinDays"),
     },
     // Expiring-document reminders (docs/reminders.md): the receipt queue and
@@ -103,9 +111,10 @@ pub const QUEUES: &[Queue] = &[
     Queue {
         name: "expiring",
         condition: "i.status <> 'Parked'
-                    AND LEAST(i.i9_expiration, i.receipt_due_date) <= {today} + {param}
+                    AND LEAST(i.i9_expiration, i.receipt_due_date, i9_revocation_due(i.id))
+                        <= {today} + {param}
                     AND i9_awaits_follow_up(i.status, i.employee_id, {today})",
-        order: "ORDER BY LEAST(i.i9_expiration, i.receipt_due_date), i.id",
+        order: "ORDER BY LEAST(i.i9_expiration, i.receipt_due_date, i9_revocation_due(i.id)), i.id",
         param: Some("withinDays"),
     },
 ];
@@ -204,8 +213,10 @@ pub struct I9Filters {
     /// Section 2 not yet; by `dateDue`), `overdue` (Section 1 not signed by `startDate`, or
     /// Section 2 not recorded by `dateDue`; the longest overdue first), `reverification`
     /// (`i9Expiration` at most `withinDays` days from today, passed ones included, not `Parked`,
-    /// not of a terminated employee; by `i9Expiration`), `receipt` (the same by `receiptDueDate`:
-    /// a receipt's replacement due), `expiring` (either date, by `documentDueDate`; docs/reminders.md).
+    /// not of a terminated employee; by `i9Expiration`, or the earlier due date of a reverification
+    /// the Status Change Report asks for, docs/everify.md), `receipt` (the same by
+    /// `receiptDueDate`: a receipt's replacement due), `expiring` (any of them, by
+    /// `documentDueDate`; docs/reminders.md).
     /// Any case; combines with the other filters.
     #[param(inline)]
     queue: Option<QueueName>,
@@ -236,13 +247,15 @@ pub struct I9Summary {
     /// When reverification is due: the date that puts an I-9 in the `reverification` queue
     /// and orders it (docs/api.md, "Work queues").
     pub i9_expiration: Option<NaiveDate>,
-    /// The next document due (docs/reminders.md): the earlier of `i9Expiration` and the
-    /// receipt due date; `null` when neither is set. Orders `queue=expiring`. Named apart from
-    /// `dateDue`, Section 2's deadline.
+    /// The next document due (docs/reminders.md): the earliest of `i9Expiration`, the
+    /// receipt due date and the due date of a reverification the Status Change Report asks for
+    /// (`reverificationRequired.dueDate`, docs/everify.md); `null` when none is set. Orders
+    /// `queue=expiring`. Named apart from `dateDue`, Section 2's deadline.
     #[serde(rename = "documentDueDate")]
     pub due_date: Option<NaiveDate>,
-    /// What is due by `documentDueDate`: `reverification` (`i9Expiration`) or `receipt` (a
-    /// receipt's replacement; reverification when both fall the same day); `null` with it.
+    /// What is due by `documentDueDate`: `revocation` (a reverification the Status Change
+    /// Report asks for: the EAD was revoked), `reverification` (`i9Expiration`) or `receipt` (a
+    /// receipt's replacement), in that order when they fall the same day; `null` with it.
     #[serde(rename = "documentDueKind")]
     pub due_kind: Option<DueKind>,
 }
@@ -380,6 +393,10 @@ pub struct I9Record {
     pub supplement_b: Vec<super::supplement_b::SupplementBEntry>,
     /// The I-9's latest E-Verify case, if any (docs/everify.md).
     pub everify_case: Option<super::everify::EverifyCaseSummary>,
+    /// A reverification E-Verify's Status Change Report asks for: the I-9's EAD was revoked
+    /// (docs/everify.md, "The Status Change Report (2025)"); `null` when none is open. `POST
+    /// /v1/i9s/{id}/reverify` clears it.
+    pub reverification_required: Option<ReverificationRequired>,
     #[serde(skip)]
     pub ssn_ciphertext: Option<Vec<u8>>,
     #[serde(skip)]
@@ -586,6 +603,7 @@ impl From<I9Row> for I9Record {
             receipt_due_date: None,
             supplement_b: Vec::new(),
             everify_case: None,
+            reverification_required: None,
             ssn_ciphertext: r.ssn_ciphertext,
             ssn_last4: r.ssn_last4,
             location_id: r.location_id,
@@ -628,8 +646,12 @@ pub async fn list(
                 columns: "i.id, i.first_name, i.last_name, i.email_address,
                           i.status AS i9_status, i.date_due, i.start_date, i.employee_id,
                           i.i9_expiration,
-                          LEAST(i.i9_expiration, i.receipt_due_date) AS due_date,
-                          CASE WHEN i.i9_expiration <= i.receipt_due_date
+                          LEAST(i.i9_expiration, i.receipt_due_date, i9_revocation_due(i.id))
+                              AS due_date,
+                          CASE WHEN i9_revocation_due(i.id)
+                                    <= LEAST(i.i9_expiration, i.receipt_due_date, i9_revocation_due(i.id))
+                               THEN 'revocation'
+                               WHEN i.i9_expiration <= i.receipt_due_date
                                     OR i.receipt_due_date IS NULL AND i.i9_expiration IS NOT NULL
                                THEN 'reverification'
                                WHEN i.receipt_due_date IS NOT NULL THEN 'receipt' END AS due_kind",
@@ -754,6 +776,7 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Rec
     rec.everify_case = i9_common::models::everify_case::latest_of_i9(&mut conn, id)
         .await?
         .map(Into::into);
+    rec.reverification_required = status_change_report::open_request(&mut conn, id).await?;
     Ok(rec)
 }
 

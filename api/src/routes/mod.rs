@@ -19,6 +19,7 @@ pub mod partners;
 pub mod roles;
 pub mod section1;
 pub mod section1_link;
+pub mod status_change_reports;
 pub mod supplement_b;
 pub mod users;
 

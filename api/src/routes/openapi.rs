@@ -17,7 +17,7 @@ use utoipa::{
 
 use super::{
     calendar, eins, employees, everify, groups, health, history, i9_steps, i9s, inspection,
-    legal_holds, oauth, partners, roles, section1_link, supplement_b, users,
+    legal_holds, oauth, partners, roles, section1_link, status_change_reports, supplement_b, users,
 };
 use crate::{auth::Caller, error};
 
@@ -47,6 +47,7 @@ use crate::{auth::Caller, error};
         health::healthz, health::readyz, health::metrics,
         openapi_json,
         legal_holds::hold_employee, legal_holds::hold_legal_entity, legal_holds::list, legal_holds::get_one, legal_holds::lift,
+        status_change_reports::import,
     ),
     components(schemas(
         error::Problem,

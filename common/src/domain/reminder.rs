@@ -15,6 +15,10 @@ text_enum! {
         /// The document a receipt stood for (lost, stolen or damaged) must be
         /// shown (`receiptDueDate`).
         Receipt = "receipt",
+        /// Reverification because E-Verify's Status Change Report named the
+        /// I-9's EAD as revoked (docs/everify.md, "The Status Change Report
+        /// (2025)"): due by the reverification request's `dueDate`.
+        Revocation = "revocation",
     }
 }
 

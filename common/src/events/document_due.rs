@@ -13,7 +13,9 @@ use crate::domain::{format_timestamp, DueKind, I9Status, Stage};
 /// The type of a reminder event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 pub enum DocumentDueEventType {
-    /// A reverification or receipt due date reached a reminder threshold, or passed.
+    /// A reverification or receipt due date reached a reminder threshold, or passed; or a
+    /// reverification was requested because E-Verify's Status Change Report named the I-9's
+    /// EAD as revoked (`dueKind` `revocation`).
     #[serde(rename = "i9.document_due")]
     DocumentDue,
 }
@@ -30,7 +32,9 @@ impl DocumentDueEventType {
 
 /// A reminder that a document is due on an I-9 of a partner's employee: the
 /// body of the `i9.document_due` callback. Sent once per I-9, kind, due date
-/// and threshold, at the same time as the employer's reminder emails.
+/// and threshold, at the same time as the employer's reminder emails; and
+/// once per reverification request a Status Change Report opens
+/// (`dueKind` `revocation`, docs/everify.md), with the employer's email.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DocumentDueEvent {
@@ -59,15 +63,16 @@ pub struct DocumentDueEvent {
     pub integration_transaction_id: Option<String>,
     /// The I-9's status.
     pub i9_status: I9Status,
-    /// What is due: `reverification` (Supplement B, by `i9Expiration`) or `receipt` (the
-    /// document a receipt stood for, by `receiptDueDate`).
+    /// What is due: `reverification` (Supplement B, by `i9Expiration`), `receipt` (the
+    /// document a receipt stood for, by `receiptDueDate`) or `revocation` (Supplement B with
+    /// another document than the revoked EAD, by `reverificationRequired.dueDate`).
     pub due_kind: DueKind,
     /// The day it is due.
     pub due_date: NaiveDate,
     /// The threshold reached: days before `dueDate` (`90`, `30`, `7` by default), or `overdue`
-    /// once `dueDate` has passed.
+    /// once `dueDate` has passed; `null` for a `revocation` (a request, not a reminder).
     #[schema(pattern = r"^([0-9]{1,4}|overdue)$", example = "30")]
-    pub threshold: String,
+    pub threshold: Option<String>,
     /// The I-9's record (absolute URL).
     pub i9_url: String,
 }
@@ -80,15 +85,15 @@ struct Row {
     integration_transaction_id: Option<String>,
 }
 
-/// Record the reminder (`kind` due on `due`, `stage` reached) of I-9
-/// `i9_id`, if its employee belongs to a partner, and queue its callback.
-/// Returns the event id.
+/// Record the reminder (`kind` due on `due`, `stage` reached; no stage for a
+/// revocation's request) of I-9 `i9_id`, if its employee belongs to a
+/// partner, and queue its callback. Returns the event id.
 pub async fn record(
     tx: &mut PgConnection,
     i9_id: i64,
     kind: DueKind,
     due: NaiveDate,
-    stage: Stage,
+    stage: Option<Stage>,
     public_base_url: &str,
 ) -> Result<Option<Uuid>, sqlx::Error> {
     let Some(row) = sqlx::query_as!(
@@ -117,7 +122,7 @@ pub async fn record(
         i9_status: row.status,
         due_kind: kind,
         due_date: due,
-        threshold: stage.as_text(),
+        threshold: stage.map(Stage::as_text),
         i9_url: super::i9_url(public_base_url, i9_id),
     };
     super::store(

@@ -18,6 +18,7 @@ pub mod i9_request;
 pub mod reminder;
 pub mod retention;
 pub mod section1_feed;
+pub mod status_change_report;
 pub mod supplement_b;
 
 pub use audit::Actor;

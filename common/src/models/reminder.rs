@@ -146,7 +146,7 @@ pub async fn send(
         due.i9_id,
         due.kind,
         due.due_date,
-        *tightest,
+        Some(*tightest),
         public_base_url,
     )
     .await?

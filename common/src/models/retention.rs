@@ -42,6 +42,9 @@ pub const I9_PERSONAL_TABLES: &[&str] = &[
     "i9_requests",
     // Supplement A: the preparers' and translators' names and addresses.
     "i9_preparers",
+    // Status Change Report requests: the revoked document's number
+    // (docs/everify.md). Before Supplement B, whose entries they point at.
+    "i9_reverification_requests",
     // Supplement B: new names, document numbers, signatures.
     "i9_supplement_b",
     // E-Verify cases (docs/everify.md): the case creator, reason texts; their

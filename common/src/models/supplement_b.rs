@@ -360,6 +360,17 @@ pub async fn reverify(
     errors.extend(
         alternative_procedure_error(conn, id, r.alternative_procedure, r.signed.signed_on).await?,
     );
+    // An EAD that E-Verify's Status Change Report named as revoked on this
+    // I-9 is never the document that reverifies it (docs/everify.md, "The
+    // Status Change Report (2025)").
+    if super::status_change_report::is_revoked(conn, id, &r.document.number).await? {
+        errors.push(FieldError::new(
+            "documentNumber",
+            "revoked",
+            "This document was revoked (E-Verify's Status Change Report names it): the \
+             employee presents another List A or List C document.",
+        ));
+    }
     if !errors.is_empty() {
         return Err(WriteError::Invalid(errors));
     }
@@ -384,7 +395,7 @@ pub async fn reverify(
             super::i9::follow_up_expiry(current.attestation, None, &d.title, d.expiration);
         (follows, None)
     };
-    insert(
+    let entry = insert(
         conn,
         actor,
         id,
@@ -411,6 +422,11 @@ pub async fn reverify(
     )
     .execute(&mut *conn)
     .await?;
+    // A reverification answers the Status Change Report's request, if one
+    // is open (docs/everify.md): the request is cleared by this entry.
+    if kind == Kind::Reverification {
+        super::status_change_report::clear(conn, id, entry).await?;
+    }
     Ok(())
 }
 
@@ -607,16 +623,17 @@ struct Row<'a> {
     i9_expiration: Option<NaiveDate>,
 }
 
-/// Insert the entry and its audit entry (the names of the fields recorded).
+/// Insert the entry and its audit entry (the names of the fields recorded);
+/// returns the entry's id.
 async fn insert(
     conn: &mut PgConnection,
     actor: &Actor,
     id: i64,
     kind: Kind,
     r: &Row<'_>,
-) -> Result<(), WriteError> {
+) -> Result<i64, WriteError> {
     let d = r.document;
-    sqlx::query!(
+    let entry = sqlx::query_scalar!(
         "INSERT INTO i9_supplement_b (i9_id, kind, rehire_date, new_last_name, new_first_name,
                 new_middle_initial, document_list, document_title, document_issuer, document_number,
                 document_expiration, receipt, receipt_due_date, employer_name, employer_signature,
@@ -624,7 +641,8 @@ async fn insert(
                 previous_employment_period_id, employment_period_id, i9_expiration,
                 recorded_by_user_id, recorded_by_client_id)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
-                 $19, $20, $21, $22, $23)",
+                 $19, $20, $21, $22, $23)
+         RETURNING id",
         id,
         kind.as_str(),
         r.rehire_date,
@@ -649,7 +667,7 @@ async fn insert(
         actor.user_id,
         actor.client_id,
     )
-    .execute(&mut *conn)
+    .fetch_one(&mut *conn)
     .await?;
     let mut fields = vec!["employerName", "employerSignature"];
     if r.rehire_date.is_some() {
@@ -689,7 +707,7 @@ async fn insert(
         Entry::new(kind.action(), "i9", id).detail(json!({ "fields": fields })),
     )
     .await?;
-    Ok(())
+    Ok(entry)
 }
 
 /// One Supplement B entry as read back.

@@ -35,6 +35,7 @@ mod section1;
 mod seed;
 mod set_password;
 mod ssn;
+mod status_change_report;
 mod storage;
 mod supplement_a;
 mod throttle;

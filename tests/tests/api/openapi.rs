@@ -472,7 +472,13 @@ async fn every_operation_with_a_body_lists_413_and_415_and_answers_them() {
             bodies += 1;
             let media = content.keys().next().unwrap().clone();
             let json = content.keys().any(|m| m.contains("json"));
-            let mut refusals = vec![(413, media.clone(), vec![b'x'; i9_api::BODY_LIMIT + 1])];
+            // A route may have its own limit: E-Verify's Status Change Report (5 MB).
+            let limit = if path.ends_with("/everify/status-change-reports") {
+                i9_api::routes::status_change_reports::BODY_LIMIT
+            } else {
+                i9_api::BODY_LIMIT
+            };
+            let mut refusals = vec![(413, media.clone(), vec![b'x'; limit + 1])];
             if json {
                 refusals.push((415, "text/plain".to_owned(), b"{}".to_vec()));
             }

@@ -30,6 +30,9 @@ enum T {
     Objects,
     /// An array of Supplement A's preparers (docs/supplement-a.md)
     Preparers,
+    /// `null`, or an object (a reverification a Status Change Report asks
+    /// for: tests/tests/api/status_change_report.rs)
+    OptObject,
 }
 
 fn check(value: &Value, t: T) -> bool {
@@ -77,6 +80,7 @@ fn check(value: &Value, t: T) -> bool {
                     })
                 })
         }
+        T::OptObject => value.is_null() || value.is_object(),
         T::Preparers => value.as_array().is_some_and(|a| {
             a.iter().all(|p| {
                 p.as_object().is_some_and(|o| o.len() == 9)
@@ -250,6 +254,8 @@ fn i9_record() -> Vec<(&'static str, T)> {
         // Supplement B (docs/reverification.md).
         ("receiptDueDate", T::Date),
         ("supplementB", T::Objects),
+        // E-Verify's Status Change Report (docs/everify.md).
+        ("reverificationRequired", T::OptObject),
         // Section 1's attested expiry (docs/api.md, "I-9s").
         ("workAuthorizationExpiration", T::Date),
         ("preparersAndTranslators", T::Preparers),

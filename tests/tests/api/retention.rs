@@ -872,6 +872,7 @@ async fn a_purge_deletes_the_i9s_preparers_and_supplement_b_entries() {
         [
             "i9_requests",
             "i9_preparers",
+            "i9_reverification_requests",
             "i9_supplement_b",
             "everify_cases"
         ]

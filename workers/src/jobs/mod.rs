@@ -11,6 +11,7 @@ pub mod send_login_email;
 pub mod send_reminder_email;
 pub mod send_remote_hire_email;
 pub mod submit_everify_case;
+pub mod send_revocation_email;
 
 use i9_common::{
     crypto::DecryptError,
@@ -94,6 +95,10 @@ pub async fn handle(ctx: &Context, env: &Envelope) -> JobResult {
         Job::SubmitEverifyCase { case_id, call } => {
             submit_everify_case::run(ctx, env.job_id, *case_id, *call).await
         }
+        Job::SendRevocationEmail {
+            request_id,
+            recipient,
+        } => send_revocation_email::run(ctx, env.job_id, *request_id, *recipient).await,
     }
 }
 
