@@ -17,7 +17,7 @@ pub enum JobKind {
 }
 
 impl JobKind {
-    pub const ALL: [JobKind; 6] = [
+    pub const ALL: [JobKind; 7] = [
         Self::CreateI9,
         Self::SendLoginEmail,
         Self::SendRemoteHireEmail,

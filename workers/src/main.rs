@@ -217,7 +217,7 @@ mod tests {
 
     #[test]
     fn kinds_default_to_all_and_reject_unknown() {
-        assert_eq!(settings(&["i9-worker"], &[]).unwrap().kinds.len(), 6);
+        assert_eq!(settings(&["i9-worker"], &[]).unwrap().kinds.len(), 7);
         assert_eq!(
             settings(&["i9-worker", "--kinds", "create_i9"], &[])
                 .unwrap()
