@@ -31,6 +31,9 @@ const REAL_KEY: &str = "AQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQEBAQE=";
 
 /// `i9-api` with no key setting from the test's own environment, and
 /// `APP_ENV=development` unless `env` says otherwise (an empty value is unset).
+/// `EVERIFY_ADAPTER=simulator` unless `env` says otherwise: outside
+/// development the start also requires it, a rule of its own (tested in
+/// common/src/config/tests.rs), which these tests of other settings set aside.
 fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
     configure(Command::new(env!("CARGO_BIN_EXE_i9-api")), args, env)
 }
@@ -52,6 +55,7 @@ fn configure(mut cmd: Command, args: &[&str], env: &[(&str, &str)]) -> Command {
         }
     }
     cmd.env("BIND_ADDR", "127.0.0.1:0")
+        .env("EVERIFY_ADAPTER", "simulator")
         .env("API_NO_RELAY", "1")
         .env("RUST_LOG", "info")
         .env_remove("LOG_FORMAT")

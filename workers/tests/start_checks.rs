@@ -29,6 +29,8 @@ fn worker(env: &[(&str, &str)]) -> (Option<i32>, String) {
         .env("STARTUP_TIMEOUT_SECS", "1")
         .env("MAIL_DIR", &mail_dir)
         .env("PUBLIC_BASE_URL", "https://i9.example")
+        // Required outside development (common/src/config/tests.rs).
+        .env("EVERIFY_ADAPTER", "simulator")
         .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
