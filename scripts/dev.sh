@@ -10,6 +10,9 @@ export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/i9}"
 export BIND_ADDR="${BIND_ADDR:-127.0.0.1:8080}"
 export PUBLIC_BASE_URL="${PUBLIC_BASE_URL:-http://$BIND_ADDR}"
 export ALLOW_PRIVATE_CALLBACKS="${ALLOW_PRIVATE_CALLBACKS:-true}"
+# The E-Verify simulator's later decisions (docs/everify.md, "The simulator")
+# come with the worker's poll round: every 5 s here, not the default 60 s.
+export EVERIFY_POLL_SECS="${EVERIFY_POLL_SECS:-5}"
 # A local run: the binaries use the development keys published in the
 # repository only because APP_ENV=development says so. Anything else (or set
 # DATA_ENCRYPTION_KEY(S) and SSN_HASH_KEY(S)) needs real keys.

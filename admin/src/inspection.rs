@@ -50,12 +50,14 @@ struct IndexRow {
     retention_date: Option<NaiveDate>,
     everify_case: Option<String>,
     everify_status: Option<String>,
+    everify_result: Option<String>,
+    everify_closure_reason: Option<String>,
     file: String,
     pages: usize,
     bytes: usize,
 }
 
-const HEADER: [&str; 11] = [
+const HEADER: [&str; 13] = [
     "i9Id",
     "employeeId",
     "lastName",
@@ -66,6 +68,8 @@ const HEADER: [&str; 11] = [
     "retentionDate",
     "everifyCaseNumber",
     "everifyStatus",
+    "everifyResult",
+    "everifyClosureReason",
     "file",
 ];
 
@@ -134,6 +138,9 @@ async fn one(
                     c.status.clone()
                 }
             }),
+            // A closed case's outcome (the HR trial: "Closed" alone hid it).
+            everify_result: case.and_then(|c| c.result.clone()),
+            everify_closure_reason: case.and_then(|c| c.closure_reason.clone()),
             file,
             pages,
             bytes: pdf.len(),
@@ -208,6 +215,8 @@ pub async fn export(
                 opt(&r.retention_date),
                 r.everify_case.unwrap_or_default(),
                 r.everify_status.unwrap_or_default(),
+                r.everify_result.unwrap_or_default(),
+                r.everify_closure_reason.unwrap_or_default(),
                 r.file,
             ])?;
             i9s += 1;

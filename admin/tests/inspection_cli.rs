@@ -109,6 +109,8 @@ async fn an_inspection_writes_a_pdf_per_retained_i9_of_the_entity_and_an_index()
             "retentionDate",
             "everifyCaseNumber",
             "everifyStatus",
+            "everifyResult",
+            "everifyClosureReason",
             "file"
         ]
     );
@@ -118,7 +120,7 @@ async fn an_inspection_writes_a_pdf_per_retained_i9_of_the_entity_and_an_index()
     assert_eq!(&rows[0][2], "Diaz");
     assert_eq!(&rows[0][4], "Completed");
     assert_eq!(
-        &rows[0][10],
+        &rows[0][12],
         format!("i9-{ana_i9}-employee-{ana}.pdf").as_str()
     );
     assert_eq!(&rows[1][0], bo_i9.to_string().as_str());

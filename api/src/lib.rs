@@ -62,6 +62,7 @@ pub const ROUTES: &[&str] = &[
     "/v1/i9s/{id}/history",
     "/v1/i9s",
     "/v1/i9s/{id}",
+    "/v1/i9s/{id}/pdf",
     "/v1/partners/i9s/section1",
     "/v1/partners/locations",
     "/v1/i9s/{id}/section2",

@@ -144,6 +144,12 @@ fn record(id: i64) -> InspectionRecord {
             closed_on: Some(day(2026, 1, 6)),
             closure_reason: s("Employment Authorized"),
             closure_statement: s("The employee continues to work for the employer after receiving an Employment Authorized result."),
+            basis: None,
+            employed_at_closure: Some(true),
+            closure_note: None,
+            due_on: Some(day(2026, 1, 8)),
+            late_reason: None,
+            late_reason_other: None,
             history: vec![
                 EverifyStep { on_day: day(2026, 1, 6), status: "Pending".into(), result: None, step: "open".into() },
                 EverifyStep { on_day: day(2026, 1, 6), status: "Closed".into(), result: s("Employment Authorized"), step: "close".into() },

@@ -93,7 +93,7 @@ impl Caller {
             Err(ApiError::NotFound)
         } else {
             Err(ApiError::Forbidden(
-                "A partner client's token may only call the partner operation; it reads the employees created through it and nothing else.".into(),
+                "A partner client's token may only call the partner operation; it reads the employees created through it, their I-9s and E-Verify cases, and nothing else.".into(),
             ))
         }
     }

@@ -179,6 +179,28 @@ impl CaseClosure {
         let Some(reason) = reason else {
             return Err(p.into_errors());
         };
+        // A code that says whether the employee still works here is not
+        // contradicted by the flag (the HR trial's silently rewritten close).
+        if let (Some(says), Some(given)) = (reason.0.employed(), employed) {
+            if says != given {
+                p.push(
+                    "employedAtClosure",
+                    Invalid::new(
+                        "contradicts_closure_reason",
+                        format!(
+                            "{} says the employee {} for the employer: leave employedAtClosure \
+                             out, or send {says}.",
+                            reason.0.as_str(),
+                            if says {
+                                "continues to work"
+                            } else {
+                                "no longer works"
+                            },
+                        ),
+                    ),
+                );
+            }
+        }
         p.finish(StepInput::Close {
             reason: reason.0,
             employed,

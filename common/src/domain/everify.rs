@@ -467,6 +467,16 @@ pub fn apply(state: &CaseState, change: Change, today: NaiveDate) -> Result<Case
             if s != S::Tnc {
                 return wrong("no-action");
             }
+            // The employee decides after the Further Action Notice, as for
+            // a referral (docs/everify.md, "The steps of a Tentative
+            // Nonconfirmation"; the HR trial's no-action without a notice).
+            if state.employee_notified_on.is_none() {
+                return Err(Refused::Conflict(
+                    "Notify the employee first (POST .../notify): the employee decides whether \
+                     to take action after the Further Action Notice."
+                        .into(),
+                ));
+            }
             next.status = S::Fnc;
             next.result = Some(CaseResult::Fnc);
             next.basis = Some(Basis::NoAction);
@@ -648,7 +658,13 @@ mod tests {
             apply(&tnc, Change::Refer, today),
             Err(Refused::Conflict(_))
         ));
-        let fnc = apply(&tnc, Change::NoAction, today).unwrap();
+        // So does no-action.
+        assert!(matches!(
+            apply(&tnc, Change::NoAction, today),
+            Err(Refused::Conflict(_))
+        ));
+        let notified = apply(&tnc, Change::Notify, today).unwrap();
+        let fnc = apply(&notified, Change::NoAction, today).unwrap();
         assert_eq!(
             (fnc.status, fnc.basis),
             (CaseStatus::Fnc, Some(Basis::NoAction))

@@ -136,6 +136,16 @@ pub struct EverifyCase {
     pub closed_on: Option<NaiveDate>,
     pub closure_reason: Option<String>,
     pub closure_statement: Option<String>,
+    /// Why a Final Nonconfirmation (`agency`, `no_show`, `no_action`).
+    pub basis: Option<String>,
+    pub employed_at_closure: Option<bool>,
+    /// The employer's typed reason at closure (required to keep the
+    /// employee after a nonconfirmation).
+    pub closure_note: Option<String>,
+    /// The creation deadline, and E-Verify's reason for a late case.
+    pub due_on: Option<NaiveDate>,
+    pub late_reason: Option<String>,
+    pub late_reason_other: Option<String>,
     pub history: Vec<EverifyStep>,
 }
 
@@ -251,6 +261,12 @@ struct CaseRow {
     closed_on: Option<NaiveDate>,
     closure_reason: Option<String>,
     closure_statement: Option<String>,
+    basis: Option<String>,
+    employed_at_closure: Option<bool>,
+    closure_note: Option<String>,
+    due_on: Option<NaiveDate>,
+    late_reason: Option<String>,
+    late_reason_other: Option<String>,
 }
 
 struct StepRow {
@@ -266,7 +282,8 @@ async fn everify_cases(conn: &mut PgConnection, id: i64) -> Result<Vec<EverifyCa
     let cases = sqlx::query_as!(
         CaseRow,
         "SELECT id, program, case_number, status, result, agency, created_on, closed_on,
-                closure_reason, closure_statement
+                closure_reason, closure_statement, basis, employed_at_closure, closure_note,
+                due_on, late_reason, late_reason_other
          FROM everify_cases WHERE i9_id = $1 ORDER BY id",
         id,
     )
@@ -307,6 +324,12 @@ async fn everify_cases(conn: &mut PgConnection, id: i64) -> Result<Vec<EverifyCa
             closed_on: c.closed_on,
             closure_reason: c.closure_reason,
             closure_statement: c.closure_statement,
+            basis: c.basis,
+            employed_at_closure: c.employed_at_closure,
+            closure_note: c.closure_note,
+            due_on: c.due_on,
+            late_reason: c.late_reason,
+            late_reason_other: c.late_reason_other,
         })
         .collect())
 }

@@ -389,9 +389,27 @@ pub fn render_counted(record: &InspectionRecord) -> (Vec<u8>, usize) {
             ("Result", text(&c.result)),
             ("Agency", text(&c.agency)),
             ("Created on", c.created_on.to_string()),
+            ("Due by (three business days)", date(c.due_on)),
+            (
+                "Late reason",
+                match (&c.late_reason, &c.late_reason_other) {
+                    (Some(r), Some(o)) => format!("{r}: {o}"),
+                    (r, _) => text(r),
+                },
+            ),
+            ("Final nonconfirmation basis", text(&c.basis)),
             ("Closed on", date(c.closed_on)),
             ("Closure reason", text(&c.closure_reason)),
             ("Closure statement", text(&c.closure_statement)),
+            (
+                "Employed at closure",
+                match c.employed_at_closure {
+                    Some(true) => "Yes".into(),
+                    Some(false) => "No".into(),
+                    None => text(&None),
+                },
+            ),
+            ("Closure note", text(&c.closure_note)),
         ]);
         if !c.history.is_empty() {
             let rows: Vec<Vec<String>> = c

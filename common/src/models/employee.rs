@@ -841,8 +841,8 @@ impl I9Blocker {
             }
             Self::UnresolvedCase { case_id } => format!(
                 "The employee has an unresolved verification record: E-Verify case {case_id} \
-                 (/v1/everify-cases/{case_id}) is not closed. Finish or close it first \
-                 (docs/everify.md)."
+                 (/v1/everify-cases/{case_id}) is not closed. The employer takes it to its end \
+                 or closes it first (POST /v1/everify-cases/{case_id}/close; docs/everify.md)."
             ),
         }
     }

@@ -298,6 +298,7 @@ async fn referred(name: &str, agency: &str) -> (Case, i64) {
     );
     assert!(rec["nextStepDueDate"].is_string());
     c.refused(id, "refer").await; // the notice first
+    c.refused(id, "no-action").await; // the notice first too
     c.refused(id, "confirm-details").await;
     c.ok(id, "notify", None).await;
     c.refused(id, "notify").await; // once
@@ -574,6 +575,9 @@ async fn a_step_that_does_not_fit_the_status_is_409() {
             .contains("Notify the employee"),
         "{problem}"
     );
+    // No action is recorded only after the notice (the HR trial).
+    c.refused(id, "no-action").await;
+    c.ok(id, "notify", None).await;
     let rec = c.ok(id, "no-action", None).await;
     assert_eq!(rec["status"], "Final Nonconfirmation");
     assert_eq!(rec["basis"], "no_action");
@@ -589,6 +593,17 @@ async fn a_step_that_does_not_fit_the_status_is_409() {
     let (status, problem) = c.step(id, "close", Some(json!({}))).await;
     assert_eq!(status, 422, "{problem}");
     assert_eq!(problem["errors"][0]["field"], "closureReason");
+    // A flag that contradicts the code is refused, not rewritten (the HR trial).
+    let (status, problem) = c
+        .step(
+            id,
+            "close",
+            Some(json!({"closureReason": "EMPLOYEE_TERMINATED_FOR_NO_ACTION", "employedAtClosure": true})),
+        )
+        .await;
+    assert_eq!(status, 422, "{problem}");
+    assert_eq!(problem["errors"][0]["field"], "employedAtClosure");
+    assert_eq!(problem["errors"][0]["code"], "contradicts_closure_reason");
     c.ok(
         id,
         "close",
@@ -608,6 +623,7 @@ async fn a_step_that_does_not_fit_the_status_is_409() {
         [
             "everify.case_opened",
             "everify.status_changed",
+            "everify.step",
             "everify.step",
             "everify.step",
             "everify.closed"

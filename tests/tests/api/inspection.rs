@@ -158,6 +158,48 @@ async fn the_pdf_of_an_i9_shows_every_section_with_the_ssn_masked() {
     assert_eq!(again.status(), 200);
     assert!(pdf_text(&again.bytes().await.unwrap()).contains("i9.pdf_exported"));
     assert_eq!(audited(&app, "i9.pdf_exported", i9).await, 2);
+
+    // A closed E-Verify case shows its outcome and the employer's note (the
+    // HR trial found both missing).
+    let employee: i64 = sqlx::query_scalar("SELECT employee_id FROM i9s WHERE id = $1")
+        .bind(i9)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO everify_cases (i9_id, employee_id, legal_entity_id, program, case_number, status,
+                                    result, basis, created_on, due_on, created_by_user_id, creator_name,
+                                    closure_reason, closure_statement, employed_at_closure,
+                                    closure_note, closed_on)
+         VALUES ($1, $2, (SELECT min(id) FROM legal_entities), 'simulator', $3, 'Closed',
+                 'Final Nonconfirmation', 'agency', DATE '2026-11-05', DATE '2026-11-05', 1, 'Admin',
+                 'EMPLOYEE_CONTINUES_TO_WORK_AFTER_FNC', $4, TRUE, $5, DATE '2026-11-20')",
+    )
+    .bind(i9)
+    .bind(employee)
+    .bind("SIM000000000077")
+    .bind("The employee continues to work for the employer after receiving a Final Nonconfirmation result.")
+    .bind("Counsel reviewed the result")
+    .execute(app.pool())
+    .await
+    .unwrap();
+    let text = pdf_text(
+        &app.get(&format!("/v1/i9s/{i9}/pdf"), &token)
+            .await
+            .bytes()
+            .await
+            .unwrap(),
+    );
+    for expected in [
+        "SIM000000000077",
+        "SIMULATED",
+        "Final Nonconfirmation",
+        "Closure note",
+        "Counsel reviewed the result",
+        "Employed at closure",
+    ] {
+        assert!(text.contains(expected), "{expected:?} in:\n{text}");
+    }
 }
 
 #[tokio::test]

@@ -178,6 +178,9 @@ fn employee_record() -> Vec<(&'static str, T)> {
         ("i9FormSection2Link", T::OptStr),
         // docs/retention.md, "Legal holds".
         ("legalHold", T::Bool),
+        // docs/everify.md, "REST resource": the latest case, and whether one is open.
+        ("everifyCase", T::OptObject),
+        ("unresolvedVerification", T::Bool),
     ];
     for name in [
         "custom1",
@@ -256,6 +259,8 @@ fn i9_record() -> Vec<(&'static str, T)> {
         ("supplementB", T::Objects),
         // E-Verify's Status Change Report (docs/everify.md).
         ("reverificationRequired", T::OptObject),
+        // docs/everify.md, "REST resource": the I-9's latest case.
+        ("everifyCase", T::OptObject),
         // Section 1's attested expiry (docs/api.md, "I-9s").
         ("workAuthorizationExpiration", T::Date),
         ("preparersAndTranslators", T::Preparers),

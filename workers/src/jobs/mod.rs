@@ -10,8 +10,8 @@ pub mod post_status_callback;
 pub mod send_login_email;
 pub mod send_reminder_email;
 pub mod send_remote_hire_email;
-pub mod submit_everify_case;
 pub mod send_revocation_email;
+pub mod submit_everify_case;
 
 use i9_common::{
     crypto::DecryptError,
