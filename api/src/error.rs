@@ -56,6 +56,9 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("unsupported media type")]
     UnsupportedMediaType,
+    /// A body in another media type than the one the route takes (named).
+    #[error("unsupported media type: {0} expected")]
+    UnsupportedMediaTypeOf(&'static str),
     /// The `Accept` allows no type the resource is answered in.
     #[error("not acceptable")]
     NotAcceptable,
@@ -218,6 +221,11 @@ impl ApiError {
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported-media-type",
                 "Send the body as application/json.".into(),
+            ),
+            ApiError::UnsupportedMediaTypeOf(media_type) => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported-media-type",
+                format!("Send the body as {media_type} (Content-Type: {media_type})."),
             ),
             ApiError::Validation(_) => (
                 StatusCode::UNPROCESSABLE_ENTITY,

@@ -533,6 +533,8 @@ pub const FILTERS: &[FilterSpec] = &[
     filter("legalEntity", K::Int("c.legal_entity_id")),
     filter("employeeId", K::Int("c.employee_id")),
     filter("i9Id", K::Int("c.i9_id")),
+    // The number a report or an email of E-Verify gives (the HR trial).
+    filter("caseNumber", K::Text("c.case_number")),
     filter("overdue", K::Computed),
 ];
 
@@ -564,6 +566,8 @@ pub struct EverifyCaseFilters {
     employeeId: Option<crate::list::params::Int>,
     #[param(inline)]
     i9Id: Option<crate::list::params::Int>,
+    /// The program's case number (`SIM000000000088`), in any letter case.
+    caseNumber: Option<String>,
     /// `true`: open cases whose next step's due date has passed.
     overdue: Option<bool>,
     #[param(inline)]

@@ -84,7 +84,7 @@ pub async fn import(
         ));
     }
     if !is_csv(&headers) {
-        return Err(ApiError::UnsupportedMediaType);
+        return Err(ApiError::UnsupportedMediaTypeOf("text/csv"));
     }
     let mut tx = state.pool.begin().await?;
     let imported = model::import(

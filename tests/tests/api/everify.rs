@@ -817,6 +817,16 @@ async fn cases_are_seen_as_their_i9s_and_partners_only_read() {
         )
         .await;
     assert_eq!(none["total"], 0);
+    // By the program's number, in any letter case (the HR trial).
+    let by_number = c
+        .app
+        .get_json(
+            &format!("/v1/everify-cases?caseNumber={}", number(id).to_lowercase()),
+            &c.token,
+        )
+        .await;
+    assert_eq!(by_number["total"], 1);
+    assert_eq!(by_number["searchResult"][0]["id"], id);
     let overdue = c
         .app
         .get_json("/v1/everify-cases?overdue=true", &c.token)

@@ -371,6 +371,12 @@ async fn unknown_headers_are_a_422_naming_them_and_nothing_is_written() {
         )
         .await;
     assert_eq!(r.status(), 415);
+    // It names the type this route takes (the HR trial was told "application/json").
+    let problem: Value = r.json().await.unwrap();
+    assert!(
+        problem["detail"].as_str().unwrap().contains("text/csv"),
+        "{problem}"
+    );
     let west = app.token(WEST_HR).await;
     assert_eq!(import(&app, &west, entity, &report()).await.status(), 403);
     assert_eq!(import(&app, &admin, 999_999, &report()).await.status(), 404);
