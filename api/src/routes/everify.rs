@@ -567,7 +567,8 @@ pub struct EverifyCaseFilters {
     #[param(inline)]
     i9Id: Option<crate::list::params::Int>,
     /// The program's case number (`SIM000000000088`), in any letter case.
-    caseNumber: Option<String>,
+    #[param(inline)]
+    caseNumber: Option<crate::list::params::Text>,
     /// `true`: open cases whose next step's due date has passed.
     overdue: Option<bool>,
     #[param(inline)]
