@@ -3,10 +3,14 @@
 //! employee end to end through the API, the worker (`submit_everify_case`)
 //! and the poll round (`workers/src/everify.rs`), counting the partner
 //! events the suite's receiver gets (exactly those, in order) and checking
-//! the 409 of a step that does not fit; the late-reason and opening rules;
-//! visibility and the partner's read-only reach.
+//! the 409 of a step that does not fit, and the employee blocked from a new
+//! I-9 while the case is unresolved (Pending before the worker starts, and
+//! every status that waits for the employer); the late-reason and opening
+//! rules; visibility and the partner's read-only reach.
 
-use i9_tests::{eventually, spawn, Receiver, Stack, TestApp, ADMIN, ATS_BOT, BOSTON_VIEWER};
+use i9_tests::{
+    eventually, spawn, test_worker_config, Receiver, Stack, TestApp, ADMIN, ATS_BOT, BOSTON_VIEWER,
+};
 use serde_json::{json, Value};
 
 use crate::callbacks::verified;
@@ -19,14 +23,16 @@ struct Case {
     token: String,
     employee: i64,
     i9: i64,
+    _worker: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
 
 /// The whole stack with the simulator's steps at a second, its outage at two
-/// failed calls, and a poll round running.
-async fn stack() -> (TestApp, Receiver) {
+/// failed calls, and a poll round running; a worker too when `worker`.
+async fn stack(worker: bool) -> (TestApp, Receiver) {
     let app = spawn(
         Stack {
             jobs: true,
+            no_worker: !worker,
             ..Stack::default()
         },
         |c| {
@@ -71,10 +77,14 @@ async fn employee(app: &TestApp, last_name: &str, status: &str) -> (i64, i64) {
     (employee, i9)
 }
 
+/// A case opened for a `Completed` I-9 of an employee named `last_name`:
+/// while it is `Pending` and no worker runs yet, the employee is blocked
+/// from a new I-9 ([`Case::blocked`]); then the worker starts.
 async fn open_case(last_name: &str) -> (Case, i64) {
-    let (app, receiver) = stack().await;
+    let (app, receiver) = stack(false).await;
     let token = app.token(ADMIN).await;
-    let (employee, i9) = employee(&app, last_name, "Signed Sec 2").await;
+    // Completed, not Signed Sec 2: no open I-9 blocks a new one, only the case.
+    let (employee, i9) = employee(&app, last_name, "Completed").await;
     let r = app
         .post_json(&format!("/v1/i9s/{i9}/everify"), &token, &json!({}))
         .await;
@@ -86,6 +96,8 @@ async fn open_case(last_name: &str) -> (Case, i64) {
     assert_eq!(body["late"], false);
     let id = body["id"].as_i64().unwrap();
     assert_eq!(location, format!("/v1/everify-cases/{id}"));
+    blocked(&app, &token, employee, id).await;
+    let worker = app.start_worker_with(test_worker_config(&app.topology), app.stop_signal());
     (
         Case {
             app,
@@ -93,12 +105,71 @@ async fn open_case(last_name: &str) -> (Case, i64) {
             token,
             employee,
             i9,
+            _worker: worker,
         },
         id,
     )
 }
 
+/// While case `id` is unresolved, `employee` cannot get a new I-9
+/// (docs/everify.md, "Unresolved verification records"): the record shows the
+/// case; `createI9` `yes` is a 409 naming it and writes nothing; `if allowed`
+/// answers 200 and requests no I-9.
+async fn blocked(app: &TestApp, token: &str, employee: i64, id: i64) {
+    let path = format!("/v1/employees/{employee}");
+    let rec = app.get_json(&path, token).await;
+    assert_eq!(rec["unresolvedVerification"], true, "{rec}");
+    assert_eq!(rec["everifyCase"]["id"], id, "{rec}");
+    let portland = app.group_id("Portland Warehouse").await;
+    let requests = || {
+        app.count(
+            "SELECT count(*) FROM i9_requests WHERE employee_id = $1",
+            employee,
+        )
+    };
+    let before = (requests().await, app.i9_count(employee).await);
+    let body = |choice: &str| json!({"firstName": "Ana", "lastName": rec["lastName"], "locationId": portland, "createI9": choice});
+    let r = app.patch_json(&path, token, &body("yes")).await;
+    assert_eq!(r.status(), 409);
+    let problem: Value = r.json().await.unwrap();
+    let detail = problem["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("unresolved verification record")
+            && detail.contains(&format!("/v1/everify-cases/{id}")),
+        "{problem}"
+    );
+    let r = app.patch_json(&path, token, &body("if allowed")).await;
+    assert_eq!(r.status(), 200);
+    let after = (requests().await, app.i9_count(employee).await);
+    assert_eq!(after, before, "no I-9 requested or created");
+}
+
 impl Case {
+    /// [`blocked`], in a status that waits for the employer (so the program
+    /// cannot close the case between the read and the write).
+    async fn blocked(&self, id: i64) {
+        blocked(&self.app, &self.token, self.employee, id).await;
+    }
+
+    /// Closed, the case blocks no more: `createI9` `yes` requests exactly one I-9.
+    async fn unblocked(&self) {
+        let path = format!("/v1/employees/{}", self.employee);
+        let rec = self.app.get_json(&path, &self.token).await;
+        assert_eq!(rec["unresolvedVerification"], false, "{rec}");
+        let portland = self.app.group_id("Portland Warehouse").await;
+        let body = json!({"firstName": "Ana", "lastName": rec["lastName"], "locationId": portland, "createI9": "yes"});
+        let r = self.app.patch_json(&path, &self.token, &body).await;
+        assert_eq!(r.status(), 200);
+        let requests = self
+            .app
+            .count(
+                "SELECT count(*) FROM i9_requests WHERE employee_id = $1",
+                self.employee,
+            )
+            .await;
+        assert_eq!(requests, 1);
+    }
+
     async fn get(&self, id: i64) -> Value {
         self.app
             .get_json(&format!("/v1/everify-cases/{id}"), &self.token)
@@ -241,6 +312,7 @@ async fn any_other_name_is_employment_authorized_and_closed() {
         .get_json(&format!("/v1/i9s/{}/everify", c.i9), &c.token)
         .await;
     assert_eq!(of_i9.as_array().unwrap().len(), 1);
+    c.unblocked().await;
 }
 
 #[tokio::test]
@@ -273,6 +345,7 @@ async fn ev_moretime_tnc_then_a_dhs_mismatch_referred_and_authorized() {
     c.wait_for(id, "E-Verify Needs More Time").await;
     let rec = c.wait_for(id, "Tentative Nonconfirmation").await;
     assert_eq!(rec["agency"], "DHS");
+    c.blocked(id).await;
     c.ok(id, "notify", None).await;
     c.ok(id, "refer", None).await;
     c.wait_for(id, "Closed").await;
@@ -292,6 +365,7 @@ async fn referred(name: &str, agency: &str) -> (Case, i64) {
     let (c, id) = open_case(name).await;
     let rec = c.wait_for(id, "Tentative Nonconfirmation").await;
     assert_eq!(rec["agency"], agency);
+    c.blocked(id).await;
     assert_eq!(
         rec["nextStep"],
         "Notify the employee and give the Further Action Notice"
@@ -367,6 +441,7 @@ async fn tnc_ssa_fnc_referred_then_final_nonconfirmation_closed_by_the_employer(
     let rec = c.wait_for(id, "Final Nonconfirmation").await;
     assert_eq!(rec["basis"], "agency");
     assert_eq!(rec["nextStep"], "Close the case");
+    c.blocked(id).await;
     // Continuing to employ needs a typed reason; a no-show code does not fit.
     let (status, problem) = c
         .step(
@@ -411,6 +486,7 @@ async fn tnc_dhs_fnc_referred_continuance_then_final_nonconfirmation() {
     let (c, id) = referred("TNC-DHS-FNC", "DHS").await;
     c.wait_for(id, "Case in Continuance").await;
     c.wait_for(id, "Final Nonconfirmation").await;
+    c.blocked(id).await;
     c.ok(
         id,
         "close",
@@ -440,6 +516,7 @@ async fn tnc_noshow_final_nonconfirmation_once_the_eight_days_have_passed() {
         .await
         .unwrap();
     assert_eq!(round.applied, 0);
+    c.blocked(id).await;
     // The referral a month ago: the days have passed.
     sqlx::query("UPDATE everify_cases SET referred_on = referred_on - 30 WHERE id = $1")
         .bind(id)
@@ -481,11 +558,7 @@ async fn tnc_continuance_stays_until_the_employment_ends() {
         )
         .await;
     assert_eq!(status, 422, "{problem}");
-    let emp = c
-        .app
-        .get_json(&format!("/v1/employees/{}", c.employee), &c.token)
-        .await;
-    assert_eq!(emp["unresolvedVerification"], true);
+    c.blocked(id).await;
     c.ok(id, "close", Some(json!({"closureReason": "EMPLOYEE_QUIT"})))
         .await;
     c.events(&[
@@ -503,6 +576,7 @@ async fn resubmit_closes_the_case_and_the_new_one_is_authorized() {
     let (c, id) = open_case("RESUBMIT").await;
     let rec = c.wait_for(id, "Close Case and Resubmit").await;
     assert_eq!(rec["nextStep"], "Close and create a new case");
+    c.blocked(id).await;
     c.refused(id, "refer").await;
     let (status, new) = c.step(id, "resubmit", None).await;
     assert_eq!(status, 202, "{new}");
@@ -531,6 +605,7 @@ async fn incomplete_then_confirmed_and_authorized() {
     let (c, id) = open_case("INCOMPLETE").await;
     let rec = c.wait_for(id, "Case Incomplete").await;
     assert_eq!(rec["nextStep"], "Confirm the case data or close the case");
+    c.blocked(id).await;
     c.refused(id, "notify").await;
     let rec = c.ok(id, "confirm-details", None).await;
     assert_eq!(rec["status"], "Pending");
@@ -633,7 +708,7 @@ async fn a_step_that_does_not_fit_the_status_is_409() {
 
 #[tokio::test]
 async fn the_opening_rules_and_the_late_reason() {
-    let (app, _receiver) = stack().await;
+    let (app, _receiver) = stack(true).await;
     let token = app.token(ADMIN).await;
     let open = |i9: i64, body: Value| {
         let app = &app;
