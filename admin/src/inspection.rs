@@ -74,8 +74,10 @@ const HEADER: [&str; 13] = [
 ];
 
 /// Refuse a `dir` that exists with something in it, unless `force`; make it
-/// otherwise.
+/// otherwise. Either way it ends private (0700): the package holds names,
+/// dates of birth and addresses (docs/inspection.md, "Who can read the files").
 fn prepare(dir: &Path, force: bool) -> anyhow::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
     if dir.exists() {
         anyhow::ensure!(dir.is_dir(), "{} is not a directory", dir.display());
         let empty = std::fs::read_dir(dir)
@@ -88,7 +90,29 @@ fn prepare(dir: &Path, force: bool) -> anyhow::Result<()> {
             dir.display()
         );
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating {}", dir.display()))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .with_context(|| format!("making {} private (0700)", dir.display()))
+}
+
+/// `path` opened for writing from its start, readable by its owner only
+/// (0600, also when `--force` rewrites a file that was not).
+fn private_file(path: &Path) -> anyhow::Result<std::fs::File> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("writing {}", path.display()))?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+        .with_context(|| format!("making {} private (0600)", path.display()))?;
+    Ok(file)
 }
 
 /// Read, render and write I-9 `id` into `dir`; `None` if it is gone.
@@ -118,7 +142,8 @@ async fn one(
     let path = dir.join(&file);
     tokio::task::spawn_blocking(move || -> anyhow::Result<IndexRow> {
         let (pdf, pages) = inspection::render_counted(&record);
-        std::fs::write(&path, &pdf).with_context(|| format!("writing {}", path.display()))?;
+        std::io::Write::write_all(&mut private_file(&path)?, &pdf)
+            .with_context(|| format!("writing {}", path.display()))?;
         let i = record.i9;
         let case = record.everify.last();
         Ok(IndexRow {
@@ -169,8 +194,7 @@ pub async fn export(
     drop(conn);
     prepare(dir, force)?;
     let index = dir.join("index.csv");
-    let mut csv =
-        csv::Writer::from_path(&index).with_context(|| format!("writing {}", index.display()))?;
+    let mut csv = csv::Writer::from_writer(private_file(&index)?);
     csv.write_record(HEADER)?;
     let generated_at = Utc::now();
     let shared_dir = Arc::new(dir.to_path_buf());

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // a test: panics are failures
 
-use std::process::Command;
+use std::{os::unix::fs::PermissionsExt, process::Command};
 
 use i9_tests::{spawn_app, TestApp};
 
@@ -124,6 +124,12 @@ async fn an_inspection_writes_a_pdf_per_retained_i9_of_the_entity_and_an_index()
         format!("i9-{ana_i9}-employee-{ana}.pdf").as_str()
     );
     assert_eq!(&rows[1][0], bo_i9.to_string().as_str());
+    // Private: the folder 0700, each file 0600 (the HR trial found them 0755/0644).
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&out), 0o700);
+    for f in &files {
+        assert_eq!(mode(&out.join(f)), 0o600, "{f}");
+    }
     for f in &files {
         let bytes = std::fs::read(out.join(f)).unwrap();
         let text = String::from_utf8_lossy(&bytes);
@@ -153,6 +159,10 @@ async fn an_inspection_writes_a_pdf_per_retained_i9_of_the_entity_and_an_index()
         ],
     );
     assert!(!ok && stderr.contains("--force"), "{stderr}");
+    // --force rewrites into it: a folder and a file opened up meanwhile end private again.
+    std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let index_csv = out.join("index.csv");
+    std::fs::set_permissions(&index_csv, std::fs::Permissions::from_mode(0o644)).unwrap();
     let (ok, stdout, stderr) = admin(
         &app.db.url,
         &[
@@ -165,6 +175,7 @@ async fn an_inspection_writes_a_pdf_per_retained_i9_of_the_entity_and_an_index()
         ],
     );
     assert!(ok && stdout.contains("wrote 2 PDFs"), "{stderr}");
+    assert_eq!((mode(&out), mode(&index_csv)), (0o700, 0o600));
     let (ok, _, stderr) = admin(
         &app.db.url,
         &[
