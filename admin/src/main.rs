@@ -81,14 +81,14 @@ enum Command {
     /// list, replay and purge them (docs/operations.md, "Failed jobs"). Reads
     /// no keys.
     Jobs(JobArgs),
+    /// E-Verify (docs/everify.md): import the Status Change Report.
+    #[command(subcommand)]
+    Everify(EverifyCommand),
     /// I-9s past their retention date (docs/retention.md): run a purge round,
     /// as the worker's daily job does, or with --dry-run list what would go
     /// (I-9s, employees) and what a legal hold keeps (ids, retention date,
     /// rule, hold; never personal data), and change nothing.
     /// Reads no keys.
-    /// E-Verify (docs/everify.md).
-    #[command(subcommand)]
-    Everify(EverifyCommand),
     Purge {
         /// List what a round would purge; change nothing.
         #[arg(long)]
@@ -1071,5 +1071,37 @@ fn print_outcome(verb: &str, o: &dead_letters::Outcome) {
             o.scanned.queue,
             o.scanned.read
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every command's `--help` line is its own (the HR trial found
+    /// `everify` showing the purge's text and `purge` none).
+    #[test]
+    fn each_command_has_its_own_description() {
+        let cli = Cli::command();
+        let about = |name: &str| {
+            cli.find_subcommand(name)
+                .and_then(|c| c.get_about())
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        };
+        assert!(
+            about("everify").starts_with("E-Verify"),
+            "{}",
+            about("everify")
+        );
+        assert!(about("purge").starts_with("I-9s past their retention date"));
+        for c in cli.get_subcommands() {
+            assert!(
+                c.get_about().is_some(),
+                "{} has a description",
+                c.get_name()
+            );
+        }
     }
 }
