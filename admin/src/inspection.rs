@@ -151,7 +151,7 @@ async fn one(
             employee_id: i.employee_id,
             last_name: i.last_name,
             first_name: i.first_name,
-            status: i.status,
+            status: i.status.to_string(),
             start_date: i.start_date,
             completed: i.date_completed,
             retention_date: i.retention_date,

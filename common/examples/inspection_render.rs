@@ -9,10 +9,11 @@ use std::time::Instant;
 
 use chrono::{NaiveDate, TimeZone, Utc};
 use i9_common::{
+    domain::{Attestation, I9Status},
     inspection::{
-        render_counted, AuditEntry, EverifyCase, EverifyStep, I9Data, InspectionRecord, Preparer,
+        render_counted, AuditEntry, EverifyCase, EverifyStep, InspectionRecord, Preparer,
     },
-    models::supplement_b::Recorded,
+    models::{i9::RecordRow, supplement_b::Recorded},
 };
 
 fn day(y: i32, m: u32, d: u32) -> NaiveDate {
@@ -22,13 +23,13 @@ fn day(y: i32, m: u32, d: u32) -> NaiveDate {
 fn record(id: i64) -> InspectionRecord {
     let at = Utc.with_ymd_and_hms(2026, 1, 2, 15, 0, 0).unwrap();
     let s = |v: &str| Some(v.to_owned());
-    let i9 = I9Data {
+    let i9 = RecordRow {
         id,
         employee_id: id + 4,
         legal_entity_id: Some(1),
         legal_entity_name: s("Acme Staffing US LLC"),
         ein: s("12-3456789"),
-        status: "Completed".into(),
+        status: I9Status::Completed,
         form_version: "01/20/25".into(),
         date_created: at,
         date_completed: Some(at),
@@ -50,7 +51,7 @@ fn record(id: i64) -> InspectionRecord {
         address_city: s("Portland"),
         address_state: s("OR"),
         address_zip: s("97201"),
-        attestation: s("alien authorized to work"),
+        attestation: Some(Attestation::AlienAuthorizedToWork),
         work_authorization_expiration: Some(day(2027, 6, 30)),
         employer_first_name: s("Ada"),
         employer_last_name: s("Admin"),
@@ -64,7 +65,7 @@ fn record(id: i64) -> InspectionRecord {
         list_a1_doc_issuer: s("USCIS"),
         list_a1_doc_number: Some(format!("EAD{id:010}")),
         list_a1_doc_expiration: Some(day(2027, 6, 30)),
-        ..I9Data::default()
+        ..RecordRow::default()
     };
     let audit = [
         (

@@ -10,7 +10,7 @@ use i9_common::{
     crypto::Purpose,
     domain::{Attestation, DueKind, I9Status, Permission, Scope, Section1Difference},
     models::{
-        retention,
+        i9, retention,
         status_change_report::{self, ReverificationRequired},
     },
 };
@@ -429,101 +429,15 @@ pub struct PreparerRecord {
     pub signed_date: NaiveDate,
 }
 
-/// `section1_differences` as stored (JSON).
-type Differences = sqlx::types::Json<Vec<Section1Difference>>;
-
-/// An I-9 as `load` reads it, before what is derived.
-struct I9Row {
-    id: i64,
-    employee_id: i64,
-    i9_status: I9Status,
-    i9_notes: Option<String>,
-    form_type: i32,
-    form_version: String,
-    attestation: Option<Attestation>,
-    remote: bool,
-    integration_transaction_id: Option<String>,
-    date_created: DateTime<Utc>,
-    date_completed: Option<DateTime<Utc>>,
-    date_due: Option<NaiveDate>,
-    date_approved: Option<DateTime<Utc>>,
-    start_date: Option<NaiveDate>,
-    i9_expiration: Option<NaiveDate>,
-    retention_date: Option<NaiveDate>,
-    signed_date_employee: Option<NaiveDate>,
-    signed_date_employer: Option<NaiveDate>,
-    signed_date_translator: Option<NaiveDate>,
-    first_name: String,
-    last_name: String,
-    middle_initial: Option<String>,
-    other_name: Option<String>,
-    date_of_birth: Option<NaiveDate>,
-    email_address: Option<String>,
-    phone_number: Option<String>,
-    address_street: Option<String>,
-    address_apartment: Option<String>,
-    address_city: Option<String>,
-    address_state: Option<String>,
-    address_zip: Option<String>,
-    work_authorization: Option<String>,
-    work_authorization_expiration: Option<NaiveDate>,
-    alien_number: Option<String>,
-    admission_number: Option<String>,
-    foreign_passport_number: Option<String>,
-    foreign_passport_country: Option<String>,
-    section1_differences: Option<Differences>,
-    employer_first_name: Option<String>,
-    employer_last_name: Option<String>,
-    employer_title: Option<String>,
-    employer_business: Option<String>,
-    employer_address: Option<String>,
-    employer_city: Option<String>,
-    employer_state: Option<String>,
-    employer_zip: Option<String>,
-    translator_first_name: Option<String>,
-    translator_last_name: Option<String>,
-    translator_address: Option<String>,
-    translator_city: Option<String>,
-    translator_state: Option<String>,
-    translator_zip: Option<String>,
-    list_a1_doc_title: Option<String>,
-    list_a1_doc_issuer: Option<String>,
-    list_a1_doc_number: Option<String>,
-    list_a1_doc_expiration: Option<NaiveDate>,
-    list_a1_doc_receipt: bool,
-    list_a2_doc_title: Option<String>,
-    list_a2_doc_issuer: Option<String>,
-    list_a2_doc_number: Option<String>,
-    list_a2_doc_expiration: Option<NaiveDate>,
-    list_a3_doc_title: Option<String>,
-    list_a3_doc_issuer: Option<String>,
-    list_a3_doc_number: Option<String>,
-    list_a3_doc_expiration: Option<NaiveDate>,
-    list_b_doc_title: Option<String>,
-    list_b_doc_issuer: Option<String>,
-    list_b_doc_number: Option<String>,
-    list_b_doc_expiration: Option<NaiveDate>,
-    list_b_doc_receipt: bool,
-    list_c_doc_title: Option<String>,
-    list_c_doc_issuer: Option<String>,
-    list_c_doc_number: Option<String>,
-    list_c_doc_expiration: Option<NaiveDate>,
-    list_c_doc_receipt: bool,
-    alternative_procedure: bool,
-    ssn_ciphertext: Option<Vec<u8>>,
-    ssn_last4: Option<String>,
-    location_id: i64,
-    integration_client_id: Option<i64>,
-    purged_at: Option<DateTime<Utc>>,
-}
-
-/// The record with its number and links left empty (`load` fills them).
-impl From<I9Row> for I9Record {
-    fn from(r: I9Row) -> Self {
+/// The record of the I-9's row (docs/api.md, "I-9s"), with its number,
+/// preparers, links and what follows from other tables left empty (`load`
+/// fills them).
+impl From<i9::RecordRow> for I9Record {
+    fn from(r: i9::RecordRow) -> Self {
         Self {
             id: r.id,
             employee_id: r.employee_id,
-            i9_status: r.i9_status,
+            i9_status: r.status,
             i9_notes: r.i9_notes,
             form_type: r.form_type,
             form_version: r.form_version,
@@ -600,7 +514,7 @@ impl From<I9Row> for I9Record {
             list_c_doc_receipt: r.list_c_doc_receipt,
             alternative_procedure: r.alternative_procedure,
             links: Vec::new(),
-            receipt_due_date: None,
+            receipt_due_date: r.receipt_due_date,
             supplement_b: Vec::new(),
             everify_case: None,
             reverification_required: None,
@@ -696,39 +610,10 @@ pub async fn check_visible(state: &AppState, caller: &Caller, id: i64) -> ApiRes
 /// Load one I-9 the caller may see, with its SSN revealed or masked (and a
 /// revealed one audited); visibility is checked first.
 pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Record> {
-    let mut rec: I9Record = sqlx::query_as!(
-        I9Row,
-        r#"SELECT i.id, i.employee_id, i.status AS "i9_status: I9Status", i.i9_notes, i.form_type,
-                  i.form_version, i.attestation AS "attestation: Attestation", i.remote,
-                  i.integration_transaction_id, i.date_created,
-                  i.date_completed, i.date_due, i.date_approved, i.start_date, i.i9_expiration,
-                  i.retention_date, i.signed_date_employee, i.signed_date_employer, i.signed_date_translator,
-                  i.first_name, i.last_name, i.middle_initial, i.other_name, i.date_of_birth,
-                  i.email_address, i.phone_number, i.address_street, i.address_apartment, i.address_city,
-                  i.address_state, i.address_zip, i.work_authorization, i.work_authorization_expiration,
-                  i.alien_number, i.admission_number,
-                  i.foreign_passport_number, i.foreign_passport_country,
-                  i.section1_differences AS "section1_differences: Differences",
-                  i.employer_first_name,
-                  i.employer_last_name, i.employer_title, i.employer_business, i.employer_address,
-                  i.employer_city, i.employer_state, i.employer_zip, i.translator_first_name,
-                  i.translator_last_name, i.translator_address, i.translator_city, i.translator_state,
-                  i.translator_zip, i.list_a1_doc_title, i.list_a1_doc_issuer, i.list_a1_doc_number,
-                  i.list_a1_doc_expiration, i.list_a2_doc_title, i.list_a2_doc_issuer, i.list_a2_doc_number,
-                  i.list_a2_doc_expiration, i.list_a3_doc_title, i.list_a3_doc_issuer, i.list_a3_doc_number,
-                  i.list_a3_doc_expiration, i.list_b_doc_title, i.list_b_doc_issuer, i.list_b_doc_number,
-                  i.list_b_doc_expiration, i.list_c_doc_title, i.list_c_doc_issuer, i.list_c_doc_number,
-                  i.list_c_doc_expiration, i.list_a1_doc_receipt, i.list_b_doc_receipt, i.list_c_doc_receipt,
-                  i.alternative_procedure, i.ssn_ciphertext, i.ssn_last4, e.location_id,
-                  e.integration_client_id, i.purged_at
-           FROM i9s i JOIN employees e ON e.id = i.employee_id
-           WHERE i.id = $1"#,
-        id,
-    )
-    .fetch_optional(&state.pool)
-    .await?
-    .ok_or(ApiError::NotFound)?
-    .into();
+    let mut rec: I9Record = i9::record_row(&mut *state.pool.acquire().await?, id)
+        .await?
+        .ok_or(ApiError::NotFound)?
+        .into();
     if !caller
         .visibility(&state.pool)
         .await?
@@ -766,12 +651,8 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Rec
         Link::new("self", format!("/v1/i9s/{id}")),
         Link::new("employee", format!("/v1/employees/{}", rec.employee_id)),
     ];
-    // Supplement B (docs/reverification.md).
+    // Supplement B (docs/reverification.md); `receiptDueDate` is the row's.
     let mut conn = state.pool.acquire().await?;
-    rec.receipt_due_date =
-        sqlx::query_scalar!("SELECT receipt_due_date FROM i9s WHERE id = $1", id)
-            .fetch_one(&mut *conn)
-            .await?;
     rec.supplement_b = super::supplement_b::entries(&mut conn, id).await?;
     rec.everify_case = i9_common::models::everify_case::latest_of_i9(&mut conn, id)
         .await?

@@ -131,6 +131,14 @@ impl I9Status {
     }
 }
 
+/// [`I9Status::INITIAL`]: the status a new I-9 has (so an I-9's row has a
+/// default, as a test builds one: common/src/inspection/render.rs).
+impl Default for I9Status {
+    fn default() -> Self {
+        Self::INITIAL
+    }
+}
+
 impl EmployeeI9Status {
     /// The employee's status given its latest I-9's (`None`: it has none).
     pub fn of_latest(latest: Option<I9Status>) -> Self {

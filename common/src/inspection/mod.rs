@@ -14,7 +14,10 @@ mod render;
 use chrono::{DateTime, NaiveDate, Utc};
 use sqlx::PgConnection;
 
-use crate::models::supplement_b::{self, Recorded};
+use crate::models::{
+    i9::{self, RecordRow},
+    supplement_b::{self, Recorded},
+};
 
 pub use render::{render, render_counted};
 
@@ -22,90 +25,16 @@ pub use render::{render, render_counted};
 #[derive(Debug, Clone)]
 pub struct InspectionRecord {
     pub generated_at: DateTime<Utc>,
-    pub i9: I9Data,
+    /// The I-9's own columns and its employee's legal entity, read once for
+    /// the API and the PDF ([`i9::record_row`]); the PDF shows the SSN's last
+    /// four digits only.
+    pub i9: RecordRow,
     pub preparers: Vec<Preparer>,
     pub supplement_b: Vec<Recorded>,
     pub everify: Vec<EverifyCase>,
     /// The audit trail, oldest first; `None` when the reader may not see it
     /// (the API, without permission 12: docs/inspection.md).
     pub audit: Option<Vec<AuditEntry>>,
-}
-
-/// The I-9's own columns, its employee's legal entity, and the SSN's last
-/// four digits only.
-#[derive(Debug, Clone, Default)]
-pub struct I9Data {
-    pub id: i64,
-    pub employee_id: i64,
-    pub legal_entity_id: Option<i64>,
-    pub legal_entity_name: Option<String>,
-    pub ein: Option<String>,
-    pub status: String,
-    pub form_version: String,
-    pub remote: bool,
-    pub date_created: DateTime<Utc>,
-    pub date_completed: Option<DateTime<Utc>>,
-    pub date_approved: Option<DateTime<Utc>>,
-    pub date_due: Option<NaiveDate>,
-    pub start_date: Option<NaiveDate>,
-    pub i9_expiration: Option<NaiveDate>,
-    pub retention_date: Option<NaiveDate>,
-    pub receipt_due_date: Option<NaiveDate>,
-    pub signed_date_employee: Option<NaiveDate>,
-    pub signed_date_employer: Option<NaiveDate>,
-    pub signed_date_translator: Option<NaiveDate>,
-    pub first_name: String,
-    pub last_name: String,
-    pub middle_initial: Option<String>,
-    pub other_name: Option<String>,
-    pub date_of_birth: Option<NaiveDate>,
-    pub ssn_last4: Option<String>,
-    pub email_address: Option<String>,
-    pub phone_number: Option<String>,
-    pub address_street: Option<String>,
-    pub address_apartment: Option<String>,
-    pub address_city: Option<String>,
-    pub address_state: Option<String>,
-    pub address_zip: Option<String>,
-    pub attestation: Option<String>,
-    pub work_authorization_expiration: Option<NaiveDate>,
-    pub alien_number: Option<String>,
-    pub admission_number: Option<String>,
-    pub foreign_passport_number: Option<String>,
-    pub foreign_passport_country: Option<String>,
-    pub employer_first_name: Option<String>,
-    pub employer_last_name: Option<String>,
-    pub employer_title: Option<String>,
-    pub employer_business: Option<String>,
-    pub employer_address: Option<String>,
-    pub employer_city: Option<String>,
-    pub employer_state: Option<String>,
-    pub employer_zip: Option<String>,
-    pub list_a1_doc_title: Option<String>,
-    pub list_a1_doc_issuer: Option<String>,
-    pub list_a1_doc_number: Option<String>,
-    pub list_a1_doc_expiration: Option<NaiveDate>,
-    pub list_a1_doc_receipt: bool,
-    pub list_a2_doc_title: Option<String>,
-    pub list_a2_doc_issuer: Option<String>,
-    pub list_a2_doc_number: Option<String>,
-    pub list_a2_doc_expiration: Option<NaiveDate>,
-    pub list_a3_doc_title: Option<String>,
-    pub list_a3_doc_issuer: Option<String>,
-    pub list_a3_doc_number: Option<String>,
-    pub list_a3_doc_expiration: Option<NaiveDate>,
-    pub list_b_doc_title: Option<String>,
-    pub list_b_doc_issuer: Option<String>,
-    pub list_b_doc_number: Option<String>,
-    pub list_b_doc_expiration: Option<NaiveDate>,
-    pub list_b_doc_receipt: bool,
-    pub list_c_doc_title: Option<String>,
-    pub list_c_doc_issuer: Option<String>,
-    pub list_c_doc_number: Option<String>,
-    pub list_c_doc_expiration: Option<NaiveDate>,
-    pub list_c_doc_receipt: bool,
-    pub alternative_procedure: bool,
-    pub i9_notes: Option<String>,
 }
 
 /// A preparer or translator of Supplement A (docs/supplement-a.md).
@@ -193,34 +122,10 @@ pub async fn gather(
     id: i64,
     options: Gather,
 ) -> Result<Option<InspectionRecord>, sqlx::Error> {
-    let Some(i9) = sqlx::query_as!(
-        I9Data,
-        r#"SELECT i.id, i.employee_id, e.legal_entity_id, le.entity_name AS "legal_entity_name?",
-                  le.ein AS "ein?", i.status, i.form_version, i.remote, i.date_created,
-                  i.date_completed, i.date_approved, i.date_due, i.start_date, i.i9_expiration,
-                  i.retention_date, i.receipt_due_date, i.signed_date_employee, i.signed_date_employer,
-                  i.signed_date_translator, i.first_name, i.last_name, i.middle_initial, i.other_name,
-                  i.date_of_birth, i.ssn_last4, i.email_address, i.phone_number, i.address_street,
-                  i.address_apartment, i.address_city, i.address_state, i.address_zip, i.attestation,
-                  i.work_authorization_expiration, i.alien_number, i.admission_number,
-                  i.foreign_passport_number, i.foreign_passport_country, i.employer_first_name,
-                  i.employer_last_name, i.employer_title, i.employer_business, i.employer_address,
-                  i.employer_city, i.employer_state, i.employer_zip,
-                  i.list_a1_doc_title, i.list_a1_doc_issuer, i.list_a1_doc_number, i.list_a1_doc_expiration,
-                  i.list_a1_doc_receipt,
-                  i.list_a2_doc_title, i.list_a2_doc_issuer, i.list_a2_doc_number, i.list_a2_doc_expiration,
-                  i.list_a3_doc_title, i.list_a3_doc_issuer, i.list_a3_doc_number, i.list_a3_doc_expiration,
-                  i.list_b_doc_title, i.list_b_doc_issuer, i.list_b_doc_number, i.list_b_doc_expiration,
-                  i.list_b_doc_receipt,
-                  i.list_c_doc_title, i.list_c_doc_issuer, i.list_c_doc_number, i.list_c_doc_expiration,
-                  i.list_c_doc_receipt, i.alternative_procedure, i.i9_notes
-           FROM i9s i JOIN employees e ON e.id = i.employee_id
-           LEFT JOIN legal_entities le ON le.id = e.legal_entity_id
-           WHERE i.id = $1 AND i.purged_at IS NULL"#,
-        id,
-    )
-    .fetch_optional(&mut *conn)
-    .await?
+    // A purged I-9 shows nothing (docs/retention.md).
+    let Some(i9) = i9::record_row(&mut *conn, id)
+        .await?
+        .filter(|r| r.purged_at.is_none())
     else {
         return Ok(None);
     };

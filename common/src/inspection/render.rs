@@ -8,7 +8,10 @@ use super::{
     layout::{Doc, TEXT_WIDTH},
     InspectionRecord,
 };
-use crate::{domain::ssn_mask::mask_last4, models::audit::api_field};
+use crate::{
+    domain::{ssn_mask::mask_last4, Attestation},
+    models::audit::api_field,
+};
 
 /// What an empty field shows.
 const NONE: &str = "\u{2014}";
@@ -82,7 +85,7 @@ pub fn render_counted(record: &InspectionRecord) -> (Vec<u8>, usize) {
         ("Generated at", stamp(Some(record.generated_at))),
         ("I-9 id", i.id.to_string()),
         ("Employee id", i.employee_id.to_string()),
-        ("Status", i.status.clone()),
+        ("Status", i.status.to_string()),
         ("Form edition", i.form_version.clone()),
         ("Created", stamp(Some(i.date_created))),
         ("Completed", stamp(i.date_completed)),
@@ -146,7 +149,7 @@ pub fn render_counted(record: &InspectionRecord) -> (Vec<u8>, usize) {
     doc.fields(&[
         (
             "The employee attests to being",
-            attestation(i.attestation.as_deref()),
+            attestation(i.attestation.map(Attestation::as_str)),
         ),
         (
             "Work authorization expires",
@@ -491,23 +494,25 @@ pub fn render_counted(record: &InspectionRecord) -> (Vec<u8>, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inspection::{AuditEntry, I9Data};
+    use crate::domain::I9Status;
+    use crate::inspection::AuditEntry;
+    use crate::models::i9::RecordRow;
 
     #[test]
     fn a_long_trail_runs_onto_numbered_pages() {
         let now = Utc::now();
         let record = InspectionRecord {
             generated_at: now,
-            i9: I9Data {
+            i9: RecordRow {
                 id: 7,
                 employee_id: 3,
-                status: "Completed".into(),
+                status: I9Status::Completed,
                 form_version: "01/20/25".into(),
                 date_created: now,
                 first_name: "Ana".into(),
                 last_name: "Diaz".into(),
                 ssn_last4: Some("6789".into()),
-                ..I9Data::default()
+                ..RecordRow::default()
             },
             preparers: vec![],
             supplement_b: vec![],

@@ -10,7 +10,7 @@
 //! `i9.section2`, `i9.complete`, `i9.approve`, `i9.park`) and the partner
 //! status event ([`events::record_status_change`]).
 
-use chrono::{NaiveDate, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::json;
 use sqlx::PgConnection;
 use uuid::Uuid;
@@ -23,7 +23,8 @@ use super::{
 use crate::{
     crypto::{DataCipher, Purpose},
     domain::{
-        calendar::Calendar, remote_examination, Attestation, I9Status, Ssn, Step, FORM_VERSION,
+        calendar::Calendar, remote_examination, Attestation, I9Status, Section1Difference, Ssn,
+        Step, FORM_VERSION,
     },
     events,
 };
@@ -413,6 +414,154 @@ pub async fn open_of(
         "SELECT id FROM i9s WHERE employee_id = $1 AND status = ANY($2)",
         employee_id,
         &open[..] as &[&str],
+    )
+    .fetch_optional(conn)
+    .await
+}
+
+/// `section1_differences` as stored (JSON).
+pub type Differences = sqlx::types::Json<Vec<Section1Difference>>;
+
+/// One I-9 as stored, every column a reader shows, with what it takes from
+/// its employee (the groups and partner that see it, its legal entity).
+/// The one read of an I-9's columns ([`record_row`]): `GET /v1/i9s/{id}`
+/// (docs/api.md, "I-9s") builds its record from it, the inspection PDF
+/// (docs/inspection.md) shows it.
+#[derive(Debug, Clone, Default)]
+pub struct RecordRow {
+    pub id: i64,
+    pub employee_id: i64,
+    pub status: I9Status,
+    pub i9_notes: Option<String>,
+    pub form_type: i32,
+    pub form_version: String,
+    pub attestation: Option<Attestation>,
+    pub remote: bool,
+    pub integration_transaction_id: Option<String>,
+    pub date_created: DateTime<Utc>,
+    pub date_completed: Option<DateTime<Utc>>,
+    pub date_due: Option<NaiveDate>,
+    pub date_approved: Option<DateTime<Utc>>,
+    pub start_date: Option<NaiveDate>,
+    pub i9_expiration: Option<NaiveDate>,
+    pub retention_date: Option<NaiveDate>,
+    pub receipt_due_date: Option<NaiveDate>,
+    pub signed_date_employee: Option<NaiveDate>,
+    pub signed_date_employer: Option<NaiveDate>,
+    pub signed_date_translator: Option<NaiveDate>,
+    pub first_name: String,
+    pub last_name: String,
+    pub middle_initial: Option<String>,
+    pub other_name: Option<String>,
+    pub date_of_birth: Option<NaiveDate>,
+    /// The number encrypted (`Purpose::I9Ssn`); only the API decrypts it,
+    /// for a reader with permission 12 (docs/api.md, "I-9s").
+    pub ssn_ciphertext: Option<Vec<u8>>,
+    pub ssn_last4: Option<String>,
+    pub email_address: Option<String>,
+    pub phone_number: Option<String>,
+    pub address_street: Option<String>,
+    pub address_apartment: Option<String>,
+    pub address_city: Option<String>,
+    pub address_state: Option<String>,
+    pub address_zip: Option<String>,
+    pub work_authorization: Option<String>,
+    pub work_authorization_expiration: Option<NaiveDate>,
+    pub alien_number: Option<String>,
+    pub admission_number: Option<String>,
+    pub foreign_passport_number: Option<String>,
+    pub foreign_passport_country: Option<String>,
+    pub section1_differences: Option<Differences>,
+    pub employer_first_name: Option<String>,
+    pub employer_last_name: Option<String>,
+    pub employer_title: Option<String>,
+    pub employer_business: Option<String>,
+    pub employer_address: Option<String>,
+    pub employer_city: Option<String>,
+    pub employer_state: Option<String>,
+    pub employer_zip: Option<String>,
+    pub translator_first_name: Option<String>,
+    pub translator_last_name: Option<String>,
+    pub translator_address: Option<String>,
+    pub translator_city: Option<String>,
+    pub translator_state: Option<String>,
+    pub translator_zip: Option<String>,
+    pub list_a1_doc_title: Option<String>,
+    pub list_a1_doc_issuer: Option<String>,
+    pub list_a1_doc_number: Option<String>,
+    pub list_a1_doc_expiration: Option<NaiveDate>,
+    pub list_a1_doc_receipt: bool,
+    pub list_a2_doc_title: Option<String>,
+    pub list_a2_doc_issuer: Option<String>,
+    pub list_a2_doc_number: Option<String>,
+    pub list_a2_doc_expiration: Option<NaiveDate>,
+    pub list_a3_doc_title: Option<String>,
+    pub list_a3_doc_issuer: Option<String>,
+    pub list_a3_doc_number: Option<String>,
+    pub list_a3_doc_expiration: Option<NaiveDate>,
+    pub list_b_doc_title: Option<String>,
+    pub list_b_doc_issuer: Option<String>,
+    pub list_b_doc_number: Option<String>,
+    pub list_b_doc_expiration: Option<NaiveDate>,
+    pub list_b_doc_receipt: bool,
+    pub list_c_doc_title: Option<String>,
+    pub list_c_doc_issuer: Option<String>,
+    pub list_c_doc_number: Option<String>,
+    pub list_c_doc_expiration: Option<NaiveDate>,
+    pub list_c_doc_receipt: bool,
+    pub alternative_procedure: bool,
+    /// When it was purged (docs/retention.md); the caller decides what a
+    /// purged I-9 answers.
+    pub purged_at: Option<DateTime<Utc>>,
+    /// The employee's group and partner: who may see the I-9.
+    pub location_id: i64,
+    pub integration_client_id: Option<i64>,
+    /// The employee's legal entity, if it has one.
+    pub legal_entity_id: Option<i64>,
+    pub legal_entity_name: Option<String>,
+    pub ein: Option<String>,
+}
+
+/// I-9 `id` as stored ([`RecordRow`]), purged or not; `None` for no such I-9.
+/// Visibility is the caller's to check.
+pub async fn record_row(
+    conn: &mut PgConnection,
+    id: i64,
+) -> Result<Option<RecordRow>, sqlx::Error> {
+    sqlx::query_as!(
+        RecordRow,
+        r#"SELECT i.id, i.employee_id, i.status AS "status: I9Status", i.i9_notes, i.form_type,
+                  i.form_version, i.attestation AS "attestation: Attestation", i.remote,
+                  i.integration_transaction_id, i.date_created,
+                  i.date_completed, i.date_due, i.date_approved, i.start_date, i.i9_expiration,
+                  i.retention_date, i.receipt_due_date,
+                  i.signed_date_employee, i.signed_date_employer, i.signed_date_translator,
+                  i.first_name, i.last_name, i.middle_initial, i.other_name, i.date_of_birth,
+                  i.ssn_ciphertext, i.ssn_last4,
+                  i.email_address, i.phone_number, i.address_street, i.address_apartment, i.address_city,
+                  i.address_state, i.address_zip, i.work_authorization, i.work_authorization_expiration,
+                  i.alien_number, i.admission_number,
+                  i.foreign_passport_number, i.foreign_passport_country,
+                  i.section1_differences AS "section1_differences: Differences",
+                  i.employer_first_name,
+                  i.employer_last_name, i.employer_title, i.employer_business, i.employer_address,
+                  i.employer_city, i.employer_state, i.employer_zip, i.translator_first_name,
+                  i.translator_last_name, i.translator_address, i.translator_city, i.translator_state,
+                  i.translator_zip,
+                  i.list_a1_doc_title, i.list_a1_doc_issuer, i.list_a1_doc_number, i.list_a1_doc_expiration,
+                  i.list_a1_doc_receipt,
+                  i.list_a2_doc_title, i.list_a2_doc_issuer, i.list_a2_doc_number, i.list_a2_doc_expiration,
+                  i.list_a3_doc_title, i.list_a3_doc_issuer, i.list_a3_doc_number, i.list_a3_doc_expiration,
+                  i.list_b_doc_title, i.list_b_doc_issuer, i.list_b_doc_number, i.list_b_doc_expiration,
+                  i.list_b_doc_receipt,
+                  i.list_c_doc_title, i.list_c_doc_issuer, i.list_c_doc_number, i.list_c_doc_expiration,
+                  i.list_c_doc_receipt, i.alternative_procedure, i.purged_at,
+                  e.location_id, e.integration_client_id, e.legal_entity_id,
+                  le.entity_name AS "legal_entity_name?", le.ein AS "ein?"
+           FROM i9s i JOIN employees e ON e.id = i.employee_id
+           LEFT JOIN legal_entities le ON le.id = e.legal_entity_id
+           WHERE i.id = $1"#,
+        id,
     )
     .fetch_optional(conn)
     .await
