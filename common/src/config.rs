@@ -131,7 +131,7 @@ pub const VARS: &[Var] = &[
     var("AMQP_PREFIX", Text("i9"), All, "prefix of exchange and queue names"),
     var("STARTUP_TIMEOUT_SECS", Text("60"), Services, "wait at start for Postgres and RabbitMQ"),
     var("APP_ENV", Unset, All, "`development` alone runs without keys (on the published development keys)"),
-    var("CLOCK_OFFSET_DAYS", Text("0"), All, "development only: days added to today's date for the date-driven jobs (reminders, retention), the work queues and the signing days of Section 1, Section 2 and Supplement B, to try them"),
+    var("CLOCK_OFFSET_DAYS", Text("0"), All, "development only: days added to today's date for the date-driven jobs (reminders, retention), the work queues and the signing days of Section 1, Section 2 and Supplement B, and E-Verify's (Eastern) day of the case steps, to try them"),
     secret("DATA_ENCRYPTION_KEYS", Unset, All, "data key ring, ID:BASE64 entries, the first current (2:<key>,1:<key>)"),
     secret("DATA_ENCRYPTION_KEY", Unset, All, "one data key, as key id 1"),
     secret("SSN_HASH_KEYS", Unset, All, "SSN hash key ring, same form"),
@@ -1216,10 +1216,22 @@ impl Config {
     /// Today's date (UTC) for the date-driven jobs: the real one, moved by
     /// `CLOCK_OFFSET_DAYS` in development only.
     pub fn today(&self) -> chrono::NaiveDate {
-        let today = chrono::Utc::now().date_naive();
-        today
-            .checked_add_signed(chrono::TimeDelta::days(self.clock_offset_days))
-            .unwrap_or(today)
+        self.moved(chrono::Utc::now().date_naive())
+    }
+
+    /// E-Verify's today: the U.S. Eastern date (`America/New_York`,
+    /// [`crate::domain::everify::eastern_date`]) on which a case's steps are
+    /// dated and its windows counted (docs/everify.md, "Which day (7)"),
+    /// moved by `CLOCK_OFFSET_DAYS` as [`Config::today`] is. Between 00:00 and
+    /// 04:00 or 05:00 UTC it is the day before [`Config::today`].
+    pub fn everify_today(&self) -> chrono::NaiveDate {
+        self.moved(crate::domain::everify::eastern_date(chrono::Utc::now()))
+    }
+
+    /// `day` moved by `CLOCK_OFFSET_DAYS`.
+    fn moved(&self, day: chrono::NaiveDate) -> chrono::NaiveDate {
+        day.checked_add_signed(chrono::TimeDelta::days(self.clock_offset_days))
+            .unwrap_or(day)
     }
 
     /// The shared settings from the environment (`i9-admin`); the services

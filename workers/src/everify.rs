@@ -35,13 +35,15 @@ pub async fn run(ctx: Context, mut shutdown: watch::Receiver<bool>) {
             _ = shutdown.changed() => return,
         }
         wait = interval;
-        if let Err(e) = round(&ctx, ctx.config.today()).await {
+        if let Err(e) = round(&ctx, ctx.config.everify_today()).await {
             tracing::warn!(error = %e, "everify: the round failed; trying again next round");
         }
     }
 }
 
-/// One round on `today`.
+/// One round on `today`, E-Verify's day (`Config::everify_today`,
+/// docs/everify.md "Which day (7)"): the simulator counts the employee's
+/// days to contact SSA or DHS on it, and the answers are dated on it.
 pub async fn round(ctx: &Context, today: NaiveDate) -> anyhow::Result<Round> {
     let mut done = Round::default();
     let accounts = {

@@ -26,7 +26,7 @@ use i9_common::{
         fields::Text,
         Field, FromJson, Invalid, Permission, Required, Scope,
     },
-    models::everify_case::{self as model, Case, OpenCase, StepInput},
+    models::everify_case::{self as model, Case, OpenCase, OpeningDays, StepInput},
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -259,7 +259,7 @@ pub struct CaseHistoryEntry {
     pub result: Option<CaseResult>,
     /// What caused it: `open`, `program` (the program's answer), or the employer's step.
     pub step: String,
-    /// The day (the service's day).
+    /// The day: E-Verify's, the U.S. Eastern date (docs/everify.md, "Which day (7)").
     pub on_day: NaiveDate,
     /// The user who took the step; `null` for the program's answers.
     pub by_user_id: Option<i64>,
@@ -288,8 +288,11 @@ pub struct EverifyCase {
     pub program_message: Option<String>,
     /// Section 2 rested on a receipt when the case was opened.
     pub from_receipt: bool,
+    /// The day the case was opened, and every `…On` day of a step below: E-Verify's, the
+    /// U.S. Eastern date (docs/everify.md, "Which day (7)").
     pub created_on: NaiveDate,
-    /// The creation deadline: three business days after the start date (Section 2's `dateDue`).
+    /// The creation deadline: three business days after the start date (Section 2's `dateDue`),
+    /// on the service's day.
     pub due_on: Option<NaiveDate>,
     pub late: bool,
     pub late_reason: Option<LateReason>,
@@ -307,7 +310,7 @@ pub struct EverifyCase {
     pub next_step: Option<String>,
     /// By when, in federal working days (docs/everify.md, "Windows").
     pub next_step_due_date: Option<NaiveDate>,
-    /// The due date has passed without the step.
+    /// The due date has passed without the step, on E-Verify's (Eastern) day.
     pub overdue: bool,
     pub closure_reason: Option<ClosureReason>,
     pub closure_statement: Option<String>,
@@ -414,7 +417,7 @@ async fn visible(state: &AppState, caller: &Caller, id: i64) -> ApiResult<Case> 
 /// Case `id` as the caller sees it, with its history.
 async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<EverifyCase> {
     let case = visible(state, caller, id).await?;
-    let mut rec = EverifyCase::new(case, state.config.today());
+    let mut rec = EverifyCase::new(case, state.config.everify_today());
     rec.history = sqlx::query_as(
         "SELECT status, result, step, on_day, by_user_id FROM everify_case_history
          WHERE case_id = $1 ORDER BY id",
@@ -467,7 +470,10 @@ pub async fn open(
         &caller.actor(),
         id,
         &input,
-        state.config.today(),
+        OpeningDays {
+            service: state.config.today(),
+            everify: state.config.everify_today(),
+        },
         state.config.everify_adapter,
         &state.config.public_base_url,
     )
@@ -517,7 +523,7 @@ pub async fn of_i9(
     let id = id.get()?;
     i9s::check_visible(&state, &caller, id).await?;
     let mut conn = state.pool.acquire().await?;
-    let today = state.config.today();
+    let today = state.config.everify_today();
     Ok(Json(
         model::of_i9(&mut conn, id)
             .await?
@@ -569,7 +575,8 @@ pub struct EverifyCaseFilters {
     /// The program's case number (`SIM000000000088`), in any letter case.
     #[param(inline)]
     caseNumber: Option<crate::list::params::Text>,
-    /// `true`: open cases whose next step's due date has passed.
+    /// `true`: open cases whose next step's due date has passed (on E-Verify's day, the U.S.
+    /// Eastern date).
     overdue: Option<bool>,
     #[param(inline)]
     page: Option<crate::list::params::Positive>,
@@ -595,7 +602,8 @@ pub async fn list(
     RawQuery(raw): RawQuery,
 ) -> ApiResult<Response> {
     caller.require(Scope::Read, Permission::ViewI9s)?;
-    let today = state.config.today();
+    // `overdue` counts on E-Verify's day (docs/everify.md, "Which day (7)").
+    let today = state.config.everify_today();
     let q = ListQuery::parse_as(raw.as_deref(), FILTERS, format)?.on(today);
     let visibility = caller.visibility(&state.pool).await?;
     let computed = move |name: &str, v: bool, qb: &mut QueryBuilder<'_, Postgres>| match name {
@@ -695,7 +703,7 @@ async fn take(state: &AppState, caller: &Caller, id: Id, input: StepInput) -> Ap
         &caller.actor(),
         id,
         &input,
-        state.config.today(),
+        state.config.everify_today(),
         &state.config.public_base_url,
     )
     .await?;

@@ -1000,3 +1000,24 @@ fn the_everify_adapter_is_chosen_outside_development() {
     let e = read_err(Binary::Worker, &[dev, ("EVERIFY_POLL_SECS", "0")]);
     assert!(e.contains("EVERIFY_POLL_SECS"), "{e}");
 }
+
+/// E-Verify's day is the U.S. Eastern date, moved by `CLOCK_OFFSET_DAYS` as
+/// `today` is (docs/everify.md, "Which day (7)"). The day may turn during the
+/// test: it is the moved Eastern date before the call or the one after.
+#[test]
+fn everify_today_is_the_eastern_date_moved_by_the_offset() {
+    let mut config = Config::for_tests("");
+    for offset in [0, 10, -3] {
+        config.clock_offset_days = offset;
+        let moved = |d: chrono::NaiveDate| d + chrono::TimeDelta::days(offset);
+        let before = moved(crate::domain::everify::eastern_date(chrono::Utc::now()));
+        let got = config.everify_today();
+        let after = moved(crate::domain::everify::eastern_date(chrono::Utc::now()));
+        assert!(before <= got && got <= after, "{offset}: {got}");
+        let utc = config.today();
+        assert!(
+            got <= utc && utc - got <= chrono::TimeDelta::days(1),
+            "{offset}: Eastern {got}, UTC {utc}"
+        );
+    }
+}

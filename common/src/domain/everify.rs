@@ -4,12 +4,13 @@
 //! employer's step gives the new status, the next step and its due date.
 //!
 //! Windows are counted in federal working days ([`federal_working_days_after`],
-//! docs/calendar.md) from the day each step happened. Which day that is: the
-//! design says the U.S. Eastern date (docs/everify.md, "Which day (7)"); the
-//! workspace has no time-zone crate, so the callers hand in the service's
-//! day (`Config::today`, UTC), as the rest of the service counts.
+//! docs/calendar.md) from the day each step happened. That day is E-Verify's,
+//! the U.S. Eastern date ([`eastern_date`], `America/New_York`; docs/everify.md,
+//! "Which day (7)"): the callers hand in `Config::everify_today`, not the
+//! service's UTC day.
 
-use chrono::NaiveDate;
+use chrono::{DateTime, NaiveDate, Utc};
+use chrono_tz::America::New_York;
 
 use super::calendar::federal_working_days_after;
 use super::text_enum::text_enum;
@@ -254,6 +255,16 @@ pub fn closure_reasons(status: CaseStatus, basis: Option<Basis>) -> Vec<ClosureR
         allowed.push(C::Other);
     }
     allowed
+}
+
+/// E-Verify's day at the instant `at`: the date in `America/New_York`
+/// (Eastern Standard Time, UTC-5, in winter; Eastern Daylight Time, UTC-4,
+/// from the second Sunday in March to the first Sunday in November), on which
+/// E-Verify dates a case's steps and counts its windows (docs/everify.md,
+/// "Which day (7)"). Between 00:00 UTC and 04:00 (summer) or 05:00 (winter)
+/// UTC it is the day before the UTC date.
+pub fn eastern_date(at: DateTime<Utc>) -> NaiveDate {
+    at.with_timezone(&New_York).date_naive()
 }
 
 /// A case as the workflow reads it.
@@ -566,6 +577,48 @@ mod tests {
 
     fn d(s: &str) -> NaiveDate {
         NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
+    }
+
+    fn at(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().to_utc()
+    }
+
+    /// E-Verify's day is the Eastern date: the evening in the United States
+    /// is the UTC day after (docs/everify.md, "Which day (7)").
+    #[test]
+    fn eastern_date_of_an_instant() {
+        for (instant, day) in [
+            // Winter (EST, UTC-5): 00:00 Eastern is 05:00 UTC.
+            ("2026-01-15T03:00:00Z", "2026-01-14"),
+            ("2026-01-15T04:59:59Z", "2026-01-14"),
+            ("2026-01-15T05:00:00Z", "2026-01-15"),
+            ("2026-01-15T23:59:59Z", "2026-01-15"),
+            // Summer (EDT, UTC-4): 00:00 Eastern is 04:00 UTC.
+            ("2026-07-15T03:00:00Z", "2026-07-14"),
+            ("2026-07-15T03:59:59Z", "2026-07-14"),
+            ("2026-07-15T04:00:00Z", "2026-07-15"),
+            // Across a year end and a month end.
+            ("2027-01-01T03:00:00Z", "2026-12-31"),
+            ("2026-12-01T04:30:00Z", "2026-11-30"),
+            // Spring forward, Sun 2026-03-08 02:00 EST → 03:00 EDT (07:00 UTC):
+            // the day starts on EST, 05:00 UTC, and the next at 04:00 UTC.
+            ("2026-03-08T04:59:59Z", "2026-03-07"),
+            ("2026-03-08T05:00:00Z", "2026-03-08"),
+            ("2026-03-08T06:59:59Z", "2026-03-08"),
+            ("2026-03-08T07:00:00Z", "2026-03-08"),
+            ("2026-03-09T03:59:59Z", "2026-03-08"),
+            ("2026-03-09T04:00:00Z", "2026-03-09"),
+            // Fall back, Sun 2026-11-01 02:00 EDT → 01:00 EST (06:00 UTC): the
+            // day starts on EDT, 04:00 UTC, and the next at 05:00 UTC.
+            ("2026-11-01T03:59:59Z", "2026-10-31"),
+            ("2026-11-01T04:00:00Z", "2026-11-01"),
+            ("2026-11-01T05:30:00Z", "2026-11-01"), // 01:30 EDT
+            ("2026-11-01T06:30:00Z", "2026-11-01"), // 01:30 EST, the hour again
+            ("2026-11-02T04:59:59Z", "2026-11-01"),
+            ("2026-11-02T05:00:00Z", "2026-11-02"),
+        ] {
+            assert_eq!(eastern_date(at(instant)), d(day), "{instant}");
+        }
     }
 
     fn answer(result: CaseResult, agency: Option<Agency>) -> Change {

@@ -202,7 +202,20 @@ fn entity_refusal(refusal: &Refusal) -> FieldError {
     FieldError::new("legalEntity", refusal.code(), message)
 }
 
-/// Open a case for I-9 `i9_id` on `today` (docs/everify.md, "Proposed REST
+/// The two days of a case's opening (docs/everify.md, "Which day (7)").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpeningDays {
+    /// The service's day (`Config::today`): the employer's three business
+    /// days (`late`, against Section 2's `dateDue`), the start date of an I-9
+    /// without one, and the legal entity's good standing (as for the
+    /// alternative procedure).
+    pub service: NaiveDate,
+    /// E-Verify's day, the U.S. Eastern date (`Config::everify_today`): the
+    /// case's `createdOn` and its history.
+    pub everify: NaiveDate,
+}
+
+/// Open a case for I-9 `i9_id` on `days` (docs/everify.md, "Proposed REST
 /// resource": who may open one), queue its submission and record its
 /// opening. Returns the case id.
 pub async fn open(
@@ -210,7 +223,7 @@ pub async fn open(
     actor: &Actor,
     i9_id: i64,
     input: &OpenCase,
-    today: NaiveDate,
+    days: OpeningDays,
     program: ProgramName,
     public_base_url: &str,
 ) -> Result<i64, WriteError> {
@@ -282,12 +295,13 @@ pub async fn open(
         everify_status: i9.everify_status.clone().unwrap_or_default(),
         active: i9.active.unwrap_or(false),
     });
-    if let Err(refusal) =
-        remote_examination::legal_entity_allows_alternative_procedure(enrollment.as_ref(), today)
-    {
+    if let Err(refusal) = remote_examination::legal_entity_allows_alternative_procedure(
+        enrollment.as_ref(),
+        days.service,
+    ) {
         errors.push(entity_refusal(&refusal));
     }
-    let start = i9.start_date.unwrap_or(today);
+    let start = i9.start_date.unwrap_or(days.service);
     if let Some(effective) = i9.everify_effective_date.filter(|e| start < *e) {
         errors.push(FieldError::new(
             "startDate",
@@ -300,7 +314,8 @@ pub async fn open(
     }
     let calendar = Calendar::load(&mut *conn, start).await?;
     let due_on = calendar.section2_due(start);
-    let late = today > due_on;
+    // The employer's three business days, on the service's day as `dateDue`.
+    let late = days.service > due_on;
     errors.extend(late_reason_errors(input, late, due_on));
     if !errors.is_empty() {
         return Err(WriteError::Invalid(errors));
@@ -320,7 +335,7 @@ pub async fn open(
     .bind(legal_entity_id)
     .bind(program)
     .bind(i9.receipt)
-    .bind(today)
+    .bind(days.everify)
     .bind(due_on)
     .bind(late)
     .bind(input.late_reason)
@@ -333,7 +348,7 @@ pub async fn open(
     .bind(next_due)
     .fetch_one(&mut *conn)
     .await?;
-    opened(conn, actor, id, Step::Open, today, public_base_url).await?;
+    opened(conn, actor, id, Step::Open, days.everify, public_base_url).await?;
     Ok(id)
 }
 
@@ -524,8 +539,10 @@ impl StepInput {
     }
 }
 
-/// The employer's `step` on case `id` on `today`. Returns the case to show:
-/// this one, or the new case a resubmission opened.
+/// The employer's `step` on case `id` on `today`, E-Verify's day
+/// (`Config::everify_today`, docs/everify.md "Which day (7)"): the step, a
+/// resubmission's new case and the history are dated on it. Returns the case
+/// to show: this one, or the new case a resubmission opened.
 pub async fn step(
     conn: &mut PgConnection,
     actor: &Actor,
@@ -729,8 +746,9 @@ async fn changed(
     Ok(())
 }
 
-/// Apply the program's `update` on `today`, if the case is still where the
-/// update found it. Returns whether it changed the case.
+/// Apply the program's `update` on `today`, E-Verify's day
+/// (`Config::everify_today`, docs/everify.md "Which day (7)"), if the case is
+/// still where the update found it. Returns whether it changed the case.
 pub async fn apply_update(
     conn: &mut PgConnection,
     update: &ProgramUpdate,

@@ -383,6 +383,53 @@ async fn referred(name: &str, agency: &str) -> (Case, i64) {
     (c, id)
 }
 
+/// Every step of a case is dated on E-Verify's day, the U.S. Eastern date,
+/// and its window counted from it (docs/everify.md, "Which day (7)"); the
+/// creation deadline stays Section 2's `dateDue`, on the service's day. The
+/// two days differ between 00:00 and 04:00 or 05:00 UTC, the only hours in
+/// which this test tells them apart; the day may turn during the test, so
+/// a date is either E-Verify's day before it or the one after.
+#[tokio::test]
+async fn the_steps_are_dated_on_the_eastern_day() {
+    let before = i9_common::domain::everify::eastern_date(chrono::Utc::now());
+    let (c, id) = open_case("TNC-SSA").await;
+    assert_eq!(c.app.config.clock_offset_days, 0);
+    c.wait_for(id, "Tentative Nonconfirmation").await;
+    c.ok(id, "notify", None).await;
+    let referred = c.ok(id, "refer", None).await;
+    assert_eq!(referred["status"], "Referred");
+    let rec = c.get(id).await;
+    let after = i9_common::domain::everify::eastern_date(chrono::Utc::now());
+    let day = |v: &Value| -> chrono::NaiveDate {
+        let d = v
+            .as_str()
+            .unwrap_or_else(|| panic!("a day: {v}"))
+            .parse()
+            .unwrap();
+        assert!(
+            before <= d && d <= after,
+            "{d} is E-Verify's day ({before}..={after})"
+        );
+        d
+    };
+    day(&rec["createdOn"]);
+    day(&rec["resultIssuedOn"]);
+    day(&rec["employeeNotifiedOn"]);
+    let referred_on = day(&rec["referredOn"]);
+    let history = rec["history"].as_array().unwrap();
+    assert!(history.len() >= 4, "open, program, notify, refer: {rec}");
+    for h in history {
+        day(&h["onDay"]);
+    }
+    // The employee's 8 federal working days, counted from E-Verify's day.
+    assert_eq!(
+        referred["nextStepDueDate"],
+        i9_common::domain::calendar::federal_working_days_after(referred_on, 8).to_string()
+    );
+    // Started today on the service's day: not late, whatever E-Verify's day.
+    assert_eq!(rec["late"], false);
+}
+
 #[tokio::test]
 async fn tnc_ssa_referred_continuance_then_authorized() {
     let (c, id) = referred("TNC-SSA", "SSA").await;
@@ -512,7 +559,7 @@ async fn tnc_noshow_final_nonconfirmation_once_the_eight_days_have_passed() {
     let (c, id) = referred("TNC-NOSHOW", "DHS").await;
     // Nothing while the employee's eight federal working days run.
     let ctx = i9_workers::Context::new((*c.app.config).clone(), c.app.pool().clone()).unwrap();
-    let round = i9_workers::everify::round(&ctx, c.app.config.today())
+    let round = i9_workers::everify::round(&ctx, c.app.config.everify_today())
         .await
         .unwrap();
     assert_eq!(round.applied, 0);

@@ -132,9 +132,15 @@ pub async fn run(ctx: &Context, job_id: Uuid, case_id: i64, call: EverifyCall) -
     let mut tx = ctx.pool.begin().await?;
     let applied = match &update {
         Some(u) => {
-            everify_case::apply_update(&mut tx, u, ctx.config.today(), &ctx.config.public_base_url)
-                .await
-                .map_err(write_error)?
+            // Dated on E-Verify's day (docs/everify.md, "Which day (7)").
+            everify_case::apply_update(
+                &mut tx,
+                u,
+                ctx.config.everify_today(),
+                &ctx.config.public_base_url,
+            )
+            .await
+            .map_err(write_error)?
         }
         None => false,
     };
