@@ -292,8 +292,9 @@ pub struct EverifyCase {
     /// U.S. Eastern date (docs/everify.md, "Which day (7)").
     pub created_on: NaiveDate,
     /// The creation deadline: three business days after the start date (Section 2's `dateDue`),
-    /// on the service's day.
+    /// on the employer's calendar.
     pub due_on: Option<NaiveDate>,
+    /// `createdOn` is after `dueOn`: the case needed a `lateReason`.
     pub late: bool,
     pub late_reason: Option<LateReason>,
     pub late_reason_other: Option<String>,

@@ -205,13 +205,13 @@ fn entity_refusal(refusal: &Refusal) -> FieldError {
 /// The two days of a case's opening (docs/everify.md, "Which day (7)").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpeningDays {
-    /// The service's day (`Config::today`): the employer's three business
-    /// days (`late`, against Section 2's `dateDue`), the start date of an I-9
-    /// without one, and the legal entity's good standing (as for the
-    /// alternative procedure).
+    /// The service's day (`Config::today`): the start date of an I-9 without
+    /// one, and the legal entity's good standing (as for the alternative
+    /// procedure).
     pub service: NaiveDate,
     /// E-Verify's day, the U.S. Eastern date (`Config::everify_today`): the
-    /// case's `createdOn` and its history.
+    /// case's `createdOn`, its history, and `late` (`createdOn` after
+    /// Section 2's `dateDue`).
     pub everify: NaiveDate,
 }
 
@@ -314,8 +314,10 @@ pub async fn open(
     }
     let calendar = Calendar::load(&mut *conn, start).await?;
     let due_on = calendar.section2_due(start);
-    // The employer's three business days, on the service's day as `dateDue`.
-    let late = days.service > due_on;
+    // Late: the case's `createdOn` (E-Verify's day) after the creation
+    // deadline (Section 2's `dateDue`), so `late` and `createdOn` never
+    // disagree (docs/everify.md, "Windows").
+    let late = days.everify > due_on;
     errors.extend(late_reason_errors(input, late, due_on));
     if !errors.is_empty() {
         return Err(WriteError::Invalid(errors));
