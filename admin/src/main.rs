@@ -455,6 +455,9 @@ async fn import_status_change_report(
     {
         Ok(i) => i,
         Err(WriteError::NotFound) => anyhow::bail!("no legal entity {legal_entity}"),
+        Err(WriteError::Conflict(why)) => {
+            anyhow::bail!("the file was not imported (nothing written): {why}")
+        }
         Err(WriteError::Invalid(errors)) => {
             let lines: Vec<String> = errors
                 .iter()

@@ -30,6 +30,11 @@ pub struct Problem {
     /// Present on validation errors (400 for queries, 422 for bodies).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub errors: Option<Vec<FieldError>>,
+    /// Present on `/problems/unresolved-verification` (409): the id of the
+    /// E-Verify case not yet closed (`/v1/everify-cases/{caseId}`) that
+    /// blocks a new I-9 (docs/api.md, "Errors").
+    #[serde(rename = "caseId", skip_serializing_if = "Option::is_none")]
+    pub case_id: Option<i64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +69,11 @@ pub enum ApiError {
     NotAcceptable,
     #[error("conflict: {0}")]
     Conflict(String),
+    /// 409 `/problems/unresolved-verification`: the employee has an
+    /// E-Verify case not yet closed, which blocks a new I-9 (docs/everify.md,
+    /// "Unresolved verification records"); `caseId` names it.
+    #[error("unresolved verification: case {case_id}")]
+    UnresolvedVerification { case_id: i64, detail: String },
     #[error("validation failed")]
     Validation(Vec<FieldError>),
     #[error("database unavailable")]
@@ -92,6 +102,20 @@ impl From<WriteError> for ApiError {
     }
 }
 
+/// Why an employee cannot get a new I-9: an open I-9 is a plain 409, an
+/// unresolved E-Verify case its own problem type with `caseId`.
+impl From<i9_common::models::employee::I9Blocker> for ApiError {
+    fn from(blocker: i9_common::models::employee::I9Blocker) -> Self {
+        match blocker.case_id() {
+            Some(case_id) => ApiError::UnresolvedVerification {
+                case_id,
+                detail: blocker.message(),
+            },
+            None => ApiError::Conflict(blocker.message()),
+        }
+    }
+}
+
 impl From<sqlx::Error> for ApiError {
     fn from(e: sqlx::Error) -> Self {
         ApiError::Internal(e.into()).classified()
@@ -109,6 +133,13 @@ pub type ApiResult<T> = Result<T, ApiError>;
 #[derive(Serialize)]
 struct Errors {
     errors: Vec<FieldError>,
+}
+
+/// The extension member of `/problems/unresolved-verification`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CaseId {
+    case_id: i64,
 }
 
 impl ApiError {
@@ -212,6 +243,11 @@ impl ApiError {
                 "This method is not allowed on this resource.".into(),
             ),
             ApiError::Conflict(d) => (StatusCode::CONFLICT, "conflict", d.clone()),
+            ApiError::UnresolvedVerification { detail, .. } => (
+                StatusCode::CONFLICT,
+                "unresolved-verification",
+                detail.clone(),
+            ),
             ApiError::NotAcceptable => (
                 StatusCode::NOT_ACCEPTABLE,
                 "not-acceptable",
@@ -316,6 +352,9 @@ impl IntoResponse for ApiError {
                 if !errors.is_empty() =>
             {
                 base.with_extensions(Errors { errors }).into_response()
+            }
+            ApiError::UnresolvedVerification { case_id, .. } => {
+                base.with_extensions(CaseId { case_id }).into_response()
             }
             _ => base.into_response(),
         };

@@ -170,7 +170,7 @@ pub async fn locations(
         (status = 400, body = Problem, content_type = "application/problem+json"),
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Not a partner client, or no permission 10", body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "The candidate is an employee still employed (not terminated), whatever its I-9: the employer terminates it first, then a push re-hires it; or its profileId or SSN belongs to another employee", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`/problems/conflict`: the candidate is an employee still employed (not terminated), whatever its I-9: the employer terminates it first, then a push re-hires it; or its profileId or SSN belongs to another employee. `/problems/unresolved-verification`: a re-hire with a new I-9 while an E-Verify case of the employee is not Closed, its id in the member `caseId`; push again once the case's `everify.status_changed` event says `Closed` (the same Idempotency-Key may be reused: a 409 is not kept for replay; docs/partners.md)", body = Problem, content_type = "application/problem+json"),
         (status = 410, description = "A replay (same `Idempotency-Key`) of a call whose employee was purged since (docs/retention.md)", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Writes of SSNs ending in the same four digits by a caller without permission 12 wait; see Retry-After (docs/api.md, \"Social security numbers\")", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
@@ -278,7 +278,7 @@ pub async fn section1(
                 if let Some(case @ employee::I9Blocker::UnresolvedCase { .. }) =
                     employee::i9_blocker(&mut tx, id).await?
                 {
-                    return Err(ApiError::Conflict(case.message()));
+                    return Err(case.into());
                 }
             }
             if !on_supplement_b {

@@ -49,9 +49,10 @@ fn is_csv(headers: &HeaderMap) -> bool {
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Missing scope or permission 5 or 6; or the caller's visibility is limited to some groups (a report covers every employee of the legal entity)", body = Problem, content_type = "application/problem+json"),
         (status = 404, description = "No such legal entity", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "The legal entity is not enrolled in E-Verify in good standing (active, an everifyId, its everifyEffectiveDate reached, everifyStatus Active): `detail` says which; nothing is recorded", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "The body is larger than 5 MB", body = Problem, content_type = "application/problem+json"),
         (status = 415, description = "The body is not sent as `text/csv`", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "The file cannot be read: a header not known or a required one missing (the headers found and those expected named), or a row's value (named by row, never by value); nothing is written", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "The file cannot be read: empty (`empty`), a header row without rows (`no_rows`), a header not known or a required one missing (the headers found and those expected named), or a row's value, a revocation date after today included (named `row N`, N the line of the file the row starts on, blank lines counted; never by value); nothing is written", body = Problem, content_type = "application/problem+json"),
     ),
     security(("oauth2" = ["write"]))
 )]

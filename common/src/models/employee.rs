@@ -831,6 +831,16 @@ pub enum I9Blocker {
 }
 
 impl I9Blocker {
+    /// The E-Verify case that blocks, if that is the reason: the API
+    /// answers it as `/problems/unresolved-verification` with `caseId`
+    /// (docs/api.md, "Errors").
+    pub fn case_id(&self) -> Option<i64> {
+        match self {
+            Self::OpenI9 => None,
+            Self::UnresolvedCase { case_id } => Some(*case_id),
+        }
+    }
+
     /// The 409's message, naming the case (whoever sees the employee sees
     /// its cases) and what the caller can do about it.
     pub fn message(&self) -> String {

@@ -34,7 +34,11 @@ use super::{
     FieldError, WriteError,
 };
 use crate::{
-    domain::{calendar::Calendar, DueKind},
+    domain::{
+        calendar::Calendar,
+        remote_examination::{legal_entity_allows_alternative_procedure, Enrollment, Refusal},
+        DueKind,
+    },
     events::document_due,
     jobs::Job,
     outbox,
@@ -173,7 +177,8 @@ pub fn number_key(number: &str) -> String {
 /// One row of the report, as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReportRow {
-    /// Its row in the file, the header being row 1 (a spreadsheet's number).
+    /// The line of the file it starts on, the header's being 1 (blank
+    /// lines counted, as a spreadsheet shows them).
     pub row: u64,
     pub case_number: String,
     /// [`number_key`] of the revoked document's number.
@@ -209,16 +214,68 @@ fn parse_date(text: &str) -> Option<NaiveDate> {
         .ok()
 }
 
-/// Read the report: its header row by [`COLUMNS`], then each row. `Err`
-/// names every problem (field `file` for the headers, `row N` for a row's
-/// value), never a value of a row.
-pub fn parse(bytes: &[u8]) -> Result<Vec<ReportRow>, Vec<FieldError>> {
+/// The line numbers of a file, counted forward: a line break is `\r\n`,
+/// `\r` or `\n`, as the CSV reader takes them.
+struct Lines<'a> {
+    bytes: &'a [u8],
+    /// The offset counted up to, and the line it is on (the first is 1).
+    at: usize,
+    line: u64,
+}
+
+impl<'a> Lines<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Self {
+            bytes,
+            at: 0,
+            line: 1,
+        }
+    }
+
+    /// The line of the first byte at or after `offset` that is not a line
+    /// break: where a record read from `offset` starts (the CSV reader
+    /// skips blank lines before a record, and gives as its position the
+    /// end of the record before, so the blank lines are counted here).
+    fn of_record_at(&mut self, offset: u64) -> u64 {
+        let mut start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.bytes.len());
+        while start < self.bytes.len() && matches!(self.bytes[start], b'\r' | b'\n') {
+            start += 1;
+        }
+        while self.at < start {
+            let i = self.at;
+            match self.bytes[i] {
+                b'\r' => self.line += 1,
+                b'\n' if i == 0 || self.bytes[i - 1] != b'\r' => self.line += 1,
+                _ => {}
+            }
+            self.at += 1;
+        }
+        self.line
+    }
+}
+
+/// Read the report: its header row by [`COLUMNS`], then each row, on
+/// `today` (a revocation date after it is refused: the report lists
+/// revocations that happened). `Err` names every problem (field `file` for
+/// the file as a whole and its headers, `row N` for a row's value, N the
+/// line of the file the row starts on), never a value of a row.
+pub fn parse(bytes: &[u8], today: NaiveDate) -> Result<Vec<ReportRow>, Vec<FieldError>> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     if std::str::from_utf8(bytes).is_err() {
         return Err(vec![FieldError::new(
             "file",
             "not_utf8",
             "The file is not UTF-8 text: send the report as E-Verify's CSV download.",
+        )]);
+    }
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(vec![FieldError::new(
+            "file",
+            "empty",
+            "The file is empty: send the report as E-Verify's CSV download, its header row \
+             first.",
         )]);
     }
     let mut reader = csv::ReaderBuilder::new()
@@ -306,8 +363,17 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<ReportRow>, Vec<FieldError>> {
         return Err(errors);
     };
     let mut rows = Vec::new();
-    for (n, record) in reader.records().enumerate() {
-        let row = n as u64 + 2;
+    let mut lines = Lines::new(bytes);
+    // The row a record without a position would be given: the line after
+    // the last one numbered.
+    let mut last = 1;
+    for record in reader.records() {
+        let position = match &record {
+            Ok(r) => r.position(),
+            Err(e) => e.position(),
+        };
+        let row = position.map_or(last + 1, |p| lines.of_record_at(p.byte()));
+        last = row;
         let field = format!("row {row}");
         let record = match record {
             Ok(r) => r,
@@ -341,6 +407,18 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<ReportRow>, Vec<FieldError>> {
         let revoked_on = match at[2].and_then(|i| record.get(i)).map(str::trim) {
             None | Some("") => None,
             Some(text) => match parse_date(text) {
+                Some(d) if d > today => {
+                    errors.push(FieldError::new(
+                        field.clone(),
+                        "revocation_date",
+                        format!(
+                            "The revocation date is after today ({today}): the report lists \
+                             revocations that happened."
+                        ),
+                    ));
+                    ok = false;
+                    None
+                }
                 Some(d) => Some(d),
                 None => {
                     errors.push(FieldError::new(
@@ -361,6 +439,14 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<ReportRow>, Vec<FieldError>> {
                 revoked_on,
             });
         }
+    }
+    if errors.is_empty() && rows.is_empty() {
+        errors.push(FieldError::new(
+            "file",
+            "no_rows",
+            "The file has a header row and no rows: nothing to import (a report without \
+             revocations need not be imported).",
+        ));
     }
     if errors.is_empty() {
         Ok(rows)
@@ -411,7 +497,8 @@ impl Outcome {
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RowOutcome {
-    /// The row in the file, the header being row 1.
+    /// The line of the file the row starts on, the header's being 1 (blank
+    /// lines counted, as a spreadsheet shows them).
     pub row: u64,
     pub outcome: Outcome,
     pub reason: String,
@@ -453,10 +540,33 @@ struct Found {
     ead_number: Option<String>,
 }
 
+/// Why a legal entity cannot import a report, in this feature's words.
+fn not_enrolled(refusal: &Refusal) -> String {
+    const RULE: &str = "A Status Change Report lists E-Verify cases of an employer enrolled in \
+                        E-Verify in good standing (its legal entity's everifyId, everifyStatus \
+                        Active), as the cases are opened; nothing was imported.";
+    match refusal {
+        Refusal::NoLegalEntity => format!("No legal entity. {RULE}"),
+        Refusal::Inactive { entity } => format!("The legal entity {entity:?} is inactive. {RULE}"),
+        Refusal::NotEnrolled { entity } => format!(
+            "The legal entity {entity:?} is not enrolled in E-Verify (it has no everifyId). {RULE}"
+        ),
+        Refusal::NotYetEnrolled { entity, effective } => format!(
+            "The E-Verify enrollment of the legal entity {entity:?} takes effect on {effective}. \
+             {RULE}"
+        ),
+        Refusal::NotInGoodStanding { entity, status } => format!(
+            "The legal entity {entity:?} is not enrolled in E-Verify in good standing: its \
+             everifyStatus is {status:?}, not \"Active\". {RULE}"
+        ),
+    }
+}
+
 /// Import the Status Change Report `bytes` for legal entity `legal_entity`
 /// on `today`, in the caller's transaction (one transaction: a refused file
-/// writes nothing). 404 when the legal entity does not exist; 422 naming
-/// every problem of the file (its headers, a row's value).
+/// writes nothing). 404 when the legal entity does not exist; 409 when it is
+/// not enrolled in E-Verify in good standing; 422 naming every problem of
+/// the file (empty, no rows, its headers, a row's value).
 pub async fn import(
     conn: &mut PgConnection,
     actor: &Actor,
@@ -466,15 +576,22 @@ pub async fn import(
     due_business_days: u32,
     public_base_url: &str,
 ) -> Result<Imported, WriteError> {
-    let exists = sqlx::query_scalar!(
-        r#"SELECT EXISTS (SELECT 1 FROM legal_entities WHERE id = $1) AS "exists!""#,
-        legal_entity,
-    )
-    .fetch_one(&mut *conn)
-    .await?;
-    if !exists {
-        return Err(WriteError::NotFound);
-    }
+    let (entity_name, everify_id, everify_effective_date, everify_status, active) =
+        sqlx::query_as::<_, (String, Option<String>, Option<NaiveDate>, String, bool)>(
+            "SELECT entity_name, everify_id, everify_effective_date, everify_status, active
+             FROM legal_entities WHERE id = $1",
+        )
+        .bind(legal_entity)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or(WriteError::NotFound)?;
+    let enrollment = Enrollment {
+        entity_name,
+        everify_id,
+        everify_effective_date,
+        everify_status,
+        active,
+    };
     if bytes.len() > MAX_BYTES {
         return Err(WriteError::invalid(
             "file",
@@ -482,7 +599,13 @@ pub async fn import(
             format!("The file is larger than {} MB.", MAX_BYTES / 1024 / 1024),
         ));
     }
-    let rows = parse(bytes).map_err(WriteError::Invalid)?;
+    // Only an employer enrolled in E-Verify has cases, and a report: the
+    // rule that opens a case (docs/everify.md, "The Status Change Report
+    // (2025)"). A 409, as every refusal for the state of the resource.
+    if let Err(refusal) = legal_entity_allows_alternative_procedure(Some(&enrollment), today) {
+        return Err(WriteError::Conflict(not_enrolled(&refusal)));
+    }
+    let rows = parse(bytes, today).map_err(WriteError::Invalid)?;
     let due = Calendar::load(&mut *conn, today)
         .await?
         .business_days_after(today, due_business_days);
@@ -769,6 +892,10 @@ pub async fn clear(conn: &mut PgConnection, i9: i64, entry: i64) -> Result<u64, 
 mod tests {
     use super::*;
 
+    fn today() -> NaiveDate {
+        NaiveDate::from_ymd_opt(2026, 11, 25).unwrap()
+    }
+
     fn codes(r: Result<Vec<ReportRow>, Vec<FieldError>>) -> Vec<(String, &'static str)> {
         r.unwrap_err()
             .into_iter()
@@ -810,7 +937,7 @@ mod tests {
                     SIM000000000042,Doe,src-123 456,07/08/2025,\n\
                     ,,,,\n\
                     SIM000000000043,Roe,EAD9,2025-07-24,\n";
-        let rows = parse(file.as_bytes()).unwrap();
+        let rows = parse(file.as_bytes(), today()).unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].row, 2);
         assert_eq!(rows[0].revoked_document_number, "SRC123456");
@@ -820,7 +947,7 @@ mod tests {
 
     #[test]
     fn unknown_or_missing_headers_refuse_the_file_naming_them_and_no_value() {
-        let e = parse(b"Case Number,Shoe Size,Document Number\nX1,9,Y\n").unwrap_err();
+        let e = parse(b"Case Number,Shoe Size,Document Number\nX1,9,Y\n", today()).unwrap_err();
         assert_eq!(e.len(), 1);
         assert_eq!(e[0].code, "unknown_header");
         assert!(e[0].message.contains("\"Shoe Size\""), "{}", e[0].message);
@@ -833,23 +960,96 @@ mod tests {
             e[0].message
         );
         assert_eq!(
-            codes(parse(b"Last Name,A-Number\nDoe,A1\n")),
+            codes(parse(b"Last Name,A-Number\nDoe,A1\n", today())),
             [
                 ("file".into(), "missing_header"),
                 ("file".into(), "missing_header")
             ]
         );
         // A file without a header row: its values are not echoed.
-        let e = parse(b"SIM000000000042,Q55555\n").unwrap_err();
+        let e = parse(b"SIM000000000042,Q55555\n", today()).unwrap_err();
         assert!(e.iter().all(|e| !e.message.contains("55555")), "{e:?}");
         assert_eq!(
             codes(parse(
-                b"Case Number,Document Number,Revocation Date\n,X,someday\n"
+                b"Case Number,Document Number,Revocation Date\n,X,someday\n",
+                today()
             )),
             [
                 ("row 2".into(), "case_number"),
                 ("row 2".into(), "revocation_date")
             ]
         );
+    }
+
+    #[test]
+    fn rows_are_numbered_by_the_line_they_start_on() {
+        let numbers = |file: &str| -> Vec<u64> {
+            parse(file.as_bytes(), today())
+                .unwrap()
+                .iter()
+                .map(|r| r.row)
+                .collect()
+        };
+        // Two blank lines, then a row: line 4, as a spreadsheet shows it.
+        for file in [
+            "Case Number,Document Number\n\n\nC1,D1\nC2,D2\n",
+            "Case Number,Document Number\r\n\r\n\r\nC1,D1\r\nC2,D2\r\n",
+            "Case Number,Document Number\r\rC1,D1\r\rC2,D2",
+        ] {
+            let expected: &[u64] = if file.contains("\r\r") {
+                &[3, 5]
+            } else {
+                &[4, 5]
+            };
+            assert_eq!(numbers(file), expected, "{file:?}");
+        }
+        // A quoted value over two lines: its row is the line it starts on,
+        // and the next row's the line after the value's last.
+        assert_eq!(
+            numbers("Case Number,Document Number,Last Name\nC1,D1,\"two\nlines\"\n\nC2,D2,x\n"),
+            [2, 5]
+        );
+        // Blank lines before the header count too.
+        assert_eq!(numbers("\n\nCase Number,Document Number\nC1,D1\n"), [4]);
+        // A bad row after two blank lines is named by its line.
+        assert_eq!(
+            codes(parse(b"Case Number,Document Number\n\n\n,D1\n", today())),
+            [("row 4".into(), "case_number")]
+        );
+    }
+
+    #[test]
+    fn an_empty_file_or_one_without_rows_is_one_error() {
+        for file in ["", "\u{feff}", " \r\n\n"] {
+            assert_eq!(
+                codes(parse(file.as_bytes(), today())),
+                [("file".into(), "empty")],
+                "{file:?}"
+            );
+        }
+        for file in [
+            "Case Number,Document Number",
+            "Case Number,Document Number\n\n\n",
+            "Case Number,Document Number\n,,\n",
+        ] {
+            assert_eq!(
+                codes(parse(file.as_bytes(), today())),
+                [("file".into(), "no_rows")],
+                "{file:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_revocation_date_after_today_is_refused() {
+        let file =
+            "Case Number,Document Number,Revocation Date\nC1,D1,2026-11-25\nC2,D2,11/26/2026\n";
+        let e = parse(file.as_bytes(), today()).unwrap_err();
+        assert_eq!(e.len(), 1, "{e:?}");
+        assert_eq!(
+            (e[0].field.as_str(), e[0].code),
+            ("row 3", "revocation_date")
+        );
+        assert!(e[0].message.contains("after today"), "{}", e[0].message);
     }
 }

@@ -990,6 +990,9 @@ async fn an_unresolved_everify_case_blocks_create_i9_yes_and_skips_if_allowed() 
     for choice in ["createI9", "createRemotehireI9"] {
         let body = json!({"firstName": "Maria", "lastName": "Lopez", "locationId": portland, "jobTitle": "Changed", choice: "yes"});
         let p = problem(app.patch_json(&path, &token, &body).await, 409).await;
+        // Its own problem type and the case as a member (not the 409 of an open I-9).
+        assert_eq!(p["type"], "/problems/unresolved-verification", "{p}");
+        assert_eq!(p["caseId"], case, "{p}");
         let detail = p["detail"].as_str().unwrap();
         assert!(
             detail.contains("unresolved verification record")

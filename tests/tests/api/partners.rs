@@ -1125,15 +1125,39 @@ async fn a_terminated_candidate_with_an_open_everify_case_is_a_409() {
     let mut again = candidate("cand-ev");
     again["startDate"] = json!("2027-03-01");
     let before = footprint(&app, id).await;
-    let r = push(&app, &token, &again).await;
+    // Pushed with an Idempotency-Key: the 409 is not kept for replay, so
+    // the same key serves the push after the case is closed (docs/partners.md).
+    let keyed = || {
+        app.http
+            .post(app.url("/v1/partners/i9s/section1"))
+            .bearer_auth(&token)
+            .header("idempotency-key", "rehire-cand-ev")
+            .json(&again)
+            .send()
+    };
+    let r = keyed().await.unwrap();
     assert_eq!(r.status(), 409);
     let p: Value = r.json().await.unwrap();
+    // Its own problem type, the case named by a member: no English to parse.
+    assert_eq!(p["type"], "/problems/unresolved-verification", "{p}");
+    assert_eq!(p["caseId"], case, "{p}");
     let detail = p["detail"].as_str().unwrap();
     assert!(
         detail.contains(&format!("E-Verify case {case}")),
         "{detail}"
     );
     assert_eq!(footprint(&app, id).await, before, "nothing written");
+    // The same key again, the case still open: the same 409, not a replay.
+    let r = keyed().await.unwrap();
+    assert_eq!(r.status(), 409);
+    assert!(r.headers().get("idempotent-replayed").is_none());
+    let kept: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM idempotency_keys WHERE idempotency_key = $1")
+            .bind("rehire-cand-ev")
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+    assert_eq!(kept, 0, "a 409 is not kept for replay");
 
     sqlx::query(
         "UPDATE everify_cases SET status = 'Closed', closed_on = DATE '2026-12-20',
@@ -1143,7 +1167,9 @@ async fn a_terminated_candidate_with_an_open_everify_case_is_a_409() {
     .execute(app.pool())
     .await
     .unwrap();
-    assert_eq!(push(&app, &token, &again).await.status(), 201);
+    let r = keyed().await.unwrap();
+    assert_eq!(r.status(), 201);
+    assert!(r.headers().get("idempotent-replayed").is_none());
     assert_eq!(
         app.count(
             "SELECT count(*) FROM i9_requests WHERE employee_id = $1",
@@ -1153,6 +1179,10 @@ async fn a_terminated_candidate_with_an_open_everify_case_is_a_409() {
         1,
         "one new I-9 requested"
     );
+    // The key now replays the 201.
+    let r = keyed().await.unwrap();
+    assert_eq!(r.status(), 201);
+    assert_eq!(r.headers()["idempotent-replayed"], "true");
 }
 
 /// A candidate whose employee is still employed is a 409 whatever its I-9

@@ -456,3 +456,149 @@ async fn the_reverification_clears_the_request_and_the_revoked_number_is_refused
     let refused = answer(reverify(body(EAD, "EADX4242A")).await, 422).await;
     assert_eq!(refused["errors"][0]["code"], "revoked");
 }
+
+/// The HR trial's files: rows are named by the line they start on (blank
+/// lines counted, as a spreadsheet shows them); an empty file, a header
+/// without rows and a revocation date after today are each one clear 422,
+/// and nothing is recorded.
+#[tokio::test]
+async fn rows_are_named_by_their_line_and_an_empty_or_future_file_is_one_422() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let entity = entity(&app).await;
+    let errors = |b: &Value| -> Vec<(String, String)> {
+        b["errors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    e["field"].as_str().unwrap().to_owned(),
+                    e["code"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let pair = |f: &str, c: &str| (f.to_owned(), c.to_owned());
+
+    // A bad row after two blank lines: line 4 of the file.
+    let body = answer(
+        import(
+            &app,
+            &admin,
+            entity,
+            "Case Number,Revoked Document Number\n\n\n,EADX4242A\n",
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert_eq!(errors(&body), [pair("row 4", "case_number")], "{body}");
+
+    // An empty body: one error saying so (not two missing headers).
+    for empty in ["", "\r\n"] {
+        let body = answer(import(&app, &admin, entity, empty).await, 422).await;
+        assert_eq!(errors(&body), [pair("file", "empty")], "{body}");
+        let message = body["errors"][0]["message"].as_str().unwrap();
+        assert!(message.contains("The file is empty"), "{message}");
+    }
+    // A header row alone: no rows, nothing to import.
+    let body = answer(
+        import(
+            &app,
+            &admin,
+            entity,
+            "Case Number,Revoked Document Number,Revocation Date\n\n",
+        )
+        .await,
+        422,
+    )
+    .await;
+    assert_eq!(errors(&body), [pair("file", "no_rows")], "{body}");
+    // A revocation after today: the report lists revocations that happened.
+    let tomorrow = (app.config.today() + chrono::Days::new(1)).to_string();
+    let file = format!(
+        "Case Number,Revoked Document Number,Revocation Date\n\
+         SIM000000000042,EADX4242A,{}\n\
+         SIM000000000043,EADX4343A,2030-01-01\n\
+         SIM000000000044,EADX4444A,{tomorrow}\n",
+        app.config.today()
+    );
+    let body = answer(import(&app, &admin, entity, &file).await, 422).await;
+    assert_eq!(
+        errors(&body),
+        [
+            pair("row 3", "revocation_date"),
+            pair("row 4", "revocation_date")
+        ],
+        "{body}"
+    );
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM everify_status_change_imports").await,
+        0,
+        "nothing recorded"
+    );
+
+    // An import that reads: each row's number is its line, blank lines counted.
+    let file = "Case Number,Revoked Document Number\n\n\
+                SIM000000000098,EADX9898A\n\n\n\
+                SIM000000000099,\"EADX\n9999A\"\n\
+                SIM000000000097,EADX9797A\n";
+    let body = answer(import(&app, &admin, entity, file).await, 200).await;
+    let rows: Vec<i64> = body["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["row"].as_i64().unwrap())
+        .collect();
+    assert_eq!(rows, [3, 6, 8], "{body}");
+    assert_eq!(body["rows"], 3);
+}
+
+/// A legal entity not enrolled in E-Verify has no cases and no report: a
+/// 409 naming why, nothing recorded (the seed's Acme Labs Inc, without an
+/// E-Verify account, and then with one whose status is Not Ready).
+#[tokio::test]
+async fn a_legal_entity_not_enrolled_in_everify_is_a_409_and_nothing_is_recorded() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let labs = app
+        .id_of(
+            "SELECT id FROM legal_entities WHERE entity_name = $1",
+            "Acme Labs Inc",
+        )
+        .await;
+    let file = "Case Number,Revoked Document Number\nSIM000000000042,EADX4242A\n";
+    let body = answer(import(&app, &admin, labs, file).await, 409).await;
+    assert_eq!(body["type"], "/problems/conflict");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("\"Acme Labs Inc\" is not enrolled in E-Verify"),
+        "{detail}"
+    );
+    sqlx::query("UPDATE legal_entities SET everify_id = '7654321' WHERE id = $1")
+        .bind(labs)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let body = answer(import(&app, &admin, labs, file).await, 409).await;
+    let detail = body["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("everifyStatus is \"Not Ready\", not \"Active\""),
+        "{detail}"
+    );
+    // Refused before the file is read: an empty file is the same 409.
+    assert_eq!(import(&app, &admin, labs, "").await.status(), 409);
+    assert_eq!(
+        count(&app, "SELECT count(*) FROM everify_status_change_imports").await,
+        0
+    );
+    assert_eq!(
+        count(
+            &app,
+            "SELECT count(*) FROM audit_log WHERE action = 'everify.status_change_report_imported'"
+        )
+        .await,
+        0
+    );
+}

@@ -222,7 +222,7 @@ async fn replay_create(
         (status = 401, body = Problem, content_type = "application/problem+json"),
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
-        (status = 409, description = "Open I-9 with createI9 yes; re-hire of an active employee; profileId or SSN held by another", body = Problem, content_type = "application/problem+json"),
+        (status = 409, description = "`/problems/conflict`: an open I-9 with createI9 (or createRemotehireI9) yes; re-hire of an active employee; profileId or SSN held by another. `/problems/unresolved-verification`: createI9 (or createRemotehireI9) yes while an E-Verify case of the employee is not Closed, its id in the member `caseId` (`/v1/everify-cases/{caseId}`); nothing written (docs/api.md, \"Errors\")", body = Problem, content_type = "application/problem+json"),
         (status = 410, description = "The employee was purged (docs/retention.md)", body = Problem, content_type = "application/problem+json"),
         (status = 429, description = "Writes of SSNs ending in the same four digits by a caller without permission 12 wait; see Retry-After (docs/api.md, \"Social security numbers\")", body = Problem, content_type = "application/problem+json"),
         (status = 422, description = "Every invalid field, named", body = Problem, content_type = "application/problem+json"),
@@ -330,9 +330,7 @@ pub async fn update(
         Some(wish) => {
             // `yes` refuses, `if allowed` adds no I-9 (service-spec, rules).
             match employee::i9_blocker(&mut tx, id).await? {
-                Some(blocker) if !wish.if_allowed => {
-                    return Err(ApiError::Conflict(blocker.message()))
-                }
+                Some(blocker) if !wish.if_allowed => return Err(blocker.into()),
                 blocker => blocker.is_none(),
             }
         }
