@@ -147,7 +147,9 @@ pub struct CaseClosure {
     /// How the case is closed; which codes fit depends on the status (`422` naming the allowed ones).
     #[schema(inline)]
     pub closure_reason: Required<ClosureReasonCode>,
-    /// Whether the employee still works here, when the code does not say.
+    /// Whether the employee still works here, when the code does not say: required then on a
+    /// Final Nonconfirmation (`OTHER`), optional on the other statuses; contradicting the code
+    /// is a 422 (`contradicts_closure_reason`).
     #[serde(default)]
     #[schema(inline)]
     pub employed_at_closure: Field<bool>,
@@ -251,6 +253,31 @@ impl DuplicateContinuation {
     }
 }
 
+/// The body of the steps without fields (`confirm-details`, `notify`,
+/// `refer`, `no-action`, `resubmit`): none at all, or `{}`. Read as every
+/// body is (`crate::body`): not JSON is a 400, a member a 422 naming it
+/// (docs/everify.md, "REST resource").
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[schema(example = json!({}))]
+pub struct NoFields {}
+
+impl RequestBody for NoFields {
+    fn fields() -> &'static BTreeSet<String> {
+        static FIELDS: OnceLock<BTreeSet<String>> = OnceLock::new();
+        FIELDS.get_or_init(|| properties(&Self::schema()))
+    }
+
+    fn unknown(name: &str) -> FieldError {
+        let message = if name == "noticeLanguage" {
+            "The Further Action Notice's language is not recorded yet: notify takes no fields \
+             (send no body, or {})."
+        } else {
+            "This step takes no fields: send no body, or {}."
+        };
+        FieldError::new(name, "unknown_field", message)
+    }
+}
+
 /// One status a case took, with its day.
 #[derive(Debug, Serialize, ToSchema, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
@@ -261,7 +288,7 @@ pub struct CaseHistoryEntry {
     pub step: String,
     /// The day: E-Verify's, the U.S. Eastern date (docs/everify.md, "Which day (7)").
     pub on_day: NaiveDate,
-    /// The user who took the step; `null` for the program's answers.
+    /// The user who took the step; `null` for the program's answers, and to a partner client.
     pub by_user_id: Option<i64>,
 }
 
@@ -297,10 +324,12 @@ pub struct EverifyCase {
     /// `createdOn` is after `dueOn`: the case needed a `lateReason`.
     pub late: bool,
     pub late_reason: Option<LateReason>,
+    /// The employer's typed late reason; `null` to a partner client (docs/partners.md).
     pub late_reason_other: Option<String>,
-    /// The case creator: the user who opened it.
-    pub created_by_user_id: i64,
-    pub creator_name: String,
+    /// The case creator: the user who opened it. `null` to a partner client, as
+    /// `creatorName` and `creatorEmail`: the employer's staff (docs/partners.md).
+    pub created_by_user_id: Option<i64>,
+    pub creator_name: Option<String>,
     pub creator_email: Option<String>,
     pub result_issued_on: Option<NaiveDate>,
     pub employee_notified_on: Option<NaiveDate>,
@@ -316,8 +345,10 @@ pub struct EverifyCase {
     pub closure_reason: Option<ClosureReason>,
     pub closure_statement: Option<String>,
     pub employed_at_closure: Option<bool>,
+    /// The employer's typed closure reason; `null` to a partner client (docs/partners.md).
     pub closure_note: Option<String>,
     pub closed_on: Option<NaiveDate>,
+    /// The user who closed the case; `null` when the program closed it, and to a partner client.
     pub closed_by: Option<i64>,
     /// The case that replaced this one (Close Case and Resubmit).
     pub resubmitted_as: Option<i64>,
@@ -359,8 +390,8 @@ impl EverifyCase {
             late: c.late,
             late_reason: c.late_reason,
             late_reason_other: c.late_reason_other,
-            created_by_user_id: c.created_by_user_id,
-            creator_name: c.creator_name,
+            created_by_user_id: Some(c.created_by_user_id),
+            creator_name: Some(c.creator_name),
             creator_email: c.creator_email,
             result_issued_on: c.result_issued_on,
             employee_notified_on: c.employee_notified_on,
@@ -384,6 +415,28 @@ impl EverifyCase {
     }
 }
 
+impl EverifyCase {
+    /// The case as `caller` may see it: to a partner client (the employer's
+    /// vendor, reading its own employees' cases) the employer's staff and
+    /// their free text are `null`: who opened, closed or took a step of the
+    /// case, and the typed late and closure reasons (docs/partners.md, "What
+    /// your token reaches"; docs/everify.md, "REST resource").
+    fn seen_by(mut self, caller: &Caller) -> Self {
+        if caller.partner {
+            self.created_by_user_id = None;
+            self.creator_name = None;
+            self.creator_email = None;
+            self.closed_by = None;
+            self.closure_note = None;
+            self.late_reason_other = None;
+            for h in &mut self.history {
+                h.by_user_id = None;
+            }
+        }
+        self
+    }
+}
+
 /// The latest case of an I-9 or an employee, on its record.
 #[derive(Debug, Clone, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -391,6 +444,9 @@ pub struct EverifyCaseSummary {
     pub id: i64,
     pub case_number: Option<String>,
     pub status: CaseStatus,
+    /// The program's latest result, kept when closed: a `Closed` case was Employment Authorized,
+    /// a Final Nonconfirmation, a Close Case and Resubmit, ...
+    pub result: Option<CaseResult>,
     pub next_step: Option<String>,
     pub next_step_due_date: Option<NaiveDate>,
 }
@@ -401,6 +457,7 @@ impl From<model::Latest> for EverifyCaseSummary {
             id: l.id,
             case_number: l.case_number,
             status: l.status,
+            result: l.result,
             next_step: l.next_step,
             next_step_due_date: l.next_step_due_on,
         }
@@ -426,7 +483,7 @@ async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<EverifyCa
     .bind(id)
     .fetch_all(&state.pool)
     .await?;
-    Ok(rec)
+    Ok(rec.seen_by(caller))
 }
 
 /// `202 Accepted` with the case, and `Location` for a new one.
@@ -529,7 +586,7 @@ pub async fn of_i9(
         model::of_i9(&mut conn, id)
             .await?
             .into_iter()
-            .map(|c| EverifyCase::new(c, today))
+            .map(|c| EverifyCase::new(c, today).seen_by(&caller))
             .collect(),
     ))
 }
@@ -642,7 +699,7 @@ pub async fn list(
         links: q.links("/v1/everify-cases", total),
         search_result: rows
             .into_iter()
-            .map(|c| EverifyCase::new(c, today))
+            .map(|c| EverifyCase::new(c, today).seen_by(&caller))
             .collect(),
         total,
     }
@@ -717,12 +774,15 @@ macro_rules! plain_step {
         #[utoipa::path(
             post, path = $path, operation_id = $op, tag = "everify",
             params(("caseId" = i64, Path, description = "Case id")),
+            request_body(content = Option<NoFields>, content_type = "application/json", description = "Optional: the step takes no fields; send no body, or `{}`"),
             responses(
                 (status = 202, description = $what, body = EverifyCase),
+                (status = 400, description = "The body is not a JSON object", body = Problem, content_type = "application/problem+json"),
                 (status = 401, body = Problem, content_type = "application/problem+json"),
                 (status = 403, description = "No permission, or a partner client (read-only)", body = Problem, content_type = "application/problem+json"),
                 (status = 404, body = Problem, content_type = "application/problem+json"),
                 (status = 409, description = "The step does not fit the case's status, saying what would", body = Problem, content_type = "application/problem+json"),
+                (status = 422, description = "The body has a member (`unknown_field`, naming it): the step takes none", body = Problem, content_type = "application/problem+json"),
             ),
             security(("oauth2" = ["write"]))
         )]
@@ -730,7 +790,10 @@ macro_rules! plain_step {
             State(state): State<AppState>,
             caller: Caller,
             id: Id,
+            body: JsonBody<NoFields>,
         ) -> ApiResult<Response> {
+            caller.require(Scope::Write, Permission::WorkOnI9s)?;
+            body.check_optional(|NoFields {}| Ok(()))?;
             take(&state, &caller, id, $input).await
         }
     };
@@ -809,7 +872,7 @@ pub async fn continue_duplicate(
         (status = 403, body = Problem, content_type = "application/problem+json"),
         (status = 404, body = Problem, content_type = "application/problem+json"),
         (status = 409, description = "The case cannot be closed in its status (`Pending`, `Closed`)", body = Problem, content_type = "application/problem+json"),
-        (status = 422, description = "A closure reason that does not fit the status (naming `closureReason` and the allowed ones), or a missing or bad `closureNote`", body = Problem, content_type = "application/problem+json"),
+        (status = 422, description = "A closure reason that does not fit the status (naming `closureReason` and the allowed ones); a missing or bad `closureNote`; `employedAtClosure` missing on a Final Nonconfirmation closed with a code that does not say it (`required`), or contradicting the code (`contradicts_closure_reason`)", body = Problem, content_type = "application/problem+json"),
     ),
     security(("oauth2" = ["write"]))
 )]

@@ -209,6 +209,20 @@ impl ClosureReason {
         }
     }
 
+    /// Whether closing a case in `status` with this code needs the employer
+    /// to say whether the employee still works here (`employedAtClosure`):
+    /// on a Final Nonconfirmation, whose closure is the employer's decision
+    /// on the employment (E-Verify's closure asks whether it will continue to
+    /// employ the individual, User Manual 4.1 [EV-UM-4.1]), when the code does
+    /// not say it itself (`OTHER`). Elsewhere a code that does not say it is
+    /// one of E-Verify's "neither of the above applies" closures (the case is
+    /// invalid: incorrect data, a duplicate, technical issues, other), which
+    /// do not ask it: the flag is optional there (docs/everify.md, "Closure
+    /// reasons").
+    pub fn needs_employment(self, status: CaseStatus) -> bool {
+        status == CaseStatus::Fnc && self.employed().is_none()
+    }
+
     /// Whether a typed `closureNote` is required (E-Verify asks a reason of
     /// an employer that keeps the employee after a nonconfirmation, and with `OTHER`).
     pub fn needs_note(self) -> bool {
@@ -337,7 +351,12 @@ impl CaseState {
                 after(self.continuance_on, CONTINUANCE_DAYS),
             ),
             CaseStatus::Resubmit => ("Close and create a new case".into(), None),
-            CaseStatus::Fnc => ("Close the case".into(), None),
+            // E-Verify gives no number of days: close it "immediately" /
+            // "promptly" ([EV-SA-3.5], [USCIS-BULLETIN-2018]). The service
+            // makes it due on the day the result arrived, so an open Final
+            // Nonconfirmation is overdue from the next day on
+            // (docs/everify.md, "Windows" and "Deadlines passed").
+            CaseStatus::Fnc => ("Close the case".into(), self.result_issued_on),
         };
         (Some(step), due)
     }
@@ -735,6 +754,72 @@ mod tests {
         .unwrap();
         assert_eq!(closed.status, CaseStatus::Closed);
         assert_eq!(closed.result, Some(CaseResult::Fnc), "kept when closed");
+    }
+
+    /// E-Verify asks to close a Final Nonconfirmation "immediately": its
+    /// "Close the case" is due on the day the result arrived, overdue from
+    /// the next day (docs/everify.md, "Deadlines passed"), whether the agency
+    /// decided or the employee took no action.
+    #[test]
+    fn an_open_final_nonconfirmation_is_due_the_day_it_arrived() {
+        let fnc = apply(
+            &CaseState::pending(),
+            Change::Answer {
+                result: CaseResult::Fnc,
+                agency: Some(Agency::Ssa),
+                basis: None,
+            },
+            d("2026-11-02"),
+        )
+        .unwrap();
+        assert_eq!(
+            fnc.next_step(),
+            (Some("Close the case".into()), Some(d("2026-11-02")))
+        );
+        assert!(!fnc.overdue(d("2026-11-02")));
+        assert!(fnc.overdue(d("2026-11-03")));
+        let tnc = apply(
+            &CaseState::pending(),
+            answer(CaseResult::Tnc, Some(Agency::Dhs)),
+            d("2026-11-02"),
+        )
+        .unwrap();
+        let notified = apply(&tnc, Change::Notify, d("2026-11-03")).unwrap();
+        let no_action = apply(&notified, Change::NoAction, d("2026-11-04")).unwrap();
+        assert_eq!(no_action.next_step().1, Some(d("2026-11-04")));
+        assert!(no_action.overdue(d("2026-11-05")));
+        let closed = apply(
+            &no_action,
+            Change::Close(ClosureReason::TerminatedForNoAction),
+            d("2026-11-09"),
+        )
+        .unwrap();
+        assert!(!closed.overdue(d("2026-11-10")), "closed: nothing is due");
+    }
+
+    /// `employedAtClosure` is needed only where the closure decides the
+    /// employment and the code does not say it: a Final Nonconfirmation
+    /// closed with `OTHER`.
+    #[test]
+    fn only_a_final_nonconfirmation_closed_without_saying_needs_the_employment() {
+        for reason in closure_reasons(CaseStatus::Fnc, Some(Basis::Agency)) {
+            assert_eq!(
+                reason.needs_employment(CaseStatus::Fnc),
+                reason == ClosureReason::Other,
+                "{reason:?}"
+            );
+        }
+        for status in [
+            CaseStatus::CaseIncomplete,
+            CaseStatus::DuplicateCase,
+            CaseStatus::Tnc,
+            CaseStatus::Resubmit,
+            CaseStatus::Referred,
+        ] {
+            for reason in closure_reasons(status, None) {
+                assert!(!reason.needs_employment(status), "{status:?} {reason:?}");
+            }
+        }
     }
 
     #[test]

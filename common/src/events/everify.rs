@@ -83,6 +83,12 @@ pub struct EverifyEvent {
     pub everify_next_step: Option<String>,
     /// By when, in federal working days (docs/everify.md, "Windows").
     pub everify_next_step_due_date: Option<NaiveDate>,
+    /// The case this one replaced (Close Case and Resubmit: E-Verify's "Close and Create a New
+    /// Case"), on every event of the new case; `null` otherwise.
+    pub resubmit_of: Option<i64>,
+    /// The case that replaced this one, on its `Closed` event (`closureReason`
+    /// `INCORRECT_DATA`, `result` `Close Case and Resubmit`); `null` otherwise.
+    pub resubmitted_as: Option<i64>,
     /// The case's record (absolute URL).
     pub case_url: String,
 }
@@ -101,6 +107,8 @@ pub struct CaseFacts {
     pub closure_reason: Option<ClosureReason>,
     pub next_step: Option<String>,
     pub next_step_due_on: Option<NaiveDate>,
+    pub resubmit_of: Option<i64>,
+    pub resubmitted_as: Option<i64>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -151,6 +159,8 @@ pub async fn record(
         closure_reason: case.closure_reason,
         everify_next_step: case.next_step.clone(),
         everify_next_step_due_date: case.next_step_due_on,
+        resubmit_of: case.resubmit_of,
+        resubmitted_as: case.resubmitted_as,
         case_url: format!("{public_base_url}/v1/everify-cases/{}", case.case_id),
     };
     super::store(

@@ -118,6 +118,8 @@ impl Case {
             closure_reason: self.closure_reason,
             next_step: self.next_step.clone(),
             next_step_due_on: self.next_step_due_on,
+            resubmit_of: self.resubmit_of,
+            resubmitted_as: self.resubmitted_as,
         }
     }
 }
@@ -422,6 +424,42 @@ pub fn reason_text_error(field: &str, text: &str) -> Option<FieldError> {
     })
 }
 
+/// The rules of a closure beyond its code's fit to the status
+/// (docs/everify.md, "Closure reasons"): a typed `closureNote` where the code
+/// needs one, and `employedAtClosure` where the closure decides the
+/// employment and the code does not say it (a Final Nonconfirmation closed
+/// with `OTHER`: `ClosureReason::needs_employment`).
+fn closure_errors(
+    status: CaseStatus,
+    reason: ClosureReason,
+    employed: Option<bool>,
+    note: Option<&str>,
+) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if employed.is_none() && reason.needs_employment(status) {
+        errors.push(FieldError::new(
+            "employedAtClosure",
+            "required",
+            format!(
+                "Closing a {} with {} does not say whether the employee still works for the \
+                 employer: send employedAtClosure true or false.",
+                status.as_str(),
+                reason.as_str()
+            ),
+        ));
+    }
+    match note {
+        None if reason.needs_note() => errors.push(FieldError::new(
+            "closureNote",
+            "required",
+            format!("Closing with {} needs a typed reason.", reason.as_str()),
+        )),
+        Some(text) => errors.extend(reason_text_error("closureNote", text)),
+        None => {}
+    }
+    errors
+}
+
 /// Record a case just written as `Pending`: its history, audit, partner
 /// event and the job that submits it.
 async fn opened(
@@ -562,21 +600,15 @@ pub async fn step(
             return Err(WriteError::invalid("closureReason", "invalid_value", m))
         }
     };
-    if let StepInput::Close { reason, note, .. } = input {
-        match note {
-            None if reason.needs_note() => {
-                return Err(WriteError::invalid(
-                    "closureNote",
-                    "required",
-                    format!("Closing with {} needs a typed reason.", reason.as_str()),
-                ))
-            }
-            Some(text) => {
-                if let Some(e) = reason_text_error("closureNote", text) {
-                    return Err(WriteError::Invalid(vec![e]));
-                }
-            }
-            None => {}
+    if let StepInput::Close {
+        reason,
+        employed,
+        note,
+    } = input
+    {
+        let errors = closure_errors(before.status, *reason, *employed, note.as_deref());
+        if !errors.is_empty() {
+            return Err(WriteError::Invalid(errors));
         }
     }
     if let StepInput::ContinueDuplicate {
@@ -651,32 +683,49 @@ pub async fn step(
         Entry::new("everify.step", "everify_case", id).detail(json!({ "step": step.as_str() })),
     )
     .await?;
+    // E-Verify's "Close and Create a New Case": the same I-9's data again.
+    // The new case is written before this one's `Closed` event, which names
+    // it (`resubmittedAs`); its own events follow, naming this one
+    // (`resubmitOf`; docs/everify.md, "Partner events").
+    let new = match input {
+        StepInput::Resubmit => Some(resubmission(conn, actor, id, today).await?),
+        _ => None,
+    };
     changed(conn, actor, id, before.status, step, today, public_base_url).await?;
     if let Some(call) = input.call() {
         outbox::enqueue(&mut *conn, Job::SubmitEverifyCase { case_id: id, call }).await?;
     }
-    if *input == StepInput::Resubmit {
-        // E-Verify's "Close and Create a New Case": the same I-9's data again.
-        let new: i64 = sqlx::query_scalar(
-            "INSERT INTO everify_cases (i9_id, employee_id, legal_entity_id, program, status,
-                 from_receipt, created_on, due_on, late, late_reason, late_reason_other,
-                 created_by_user_id, creator_name, creator_email, creator_phone, resubmit_of,
-                 next_step)
-             SELECT i9_id, employee_id, legal_entity_id, program, 'Pending', from_receipt, $2,
-                    due_on, late, late_reason, late_reason_other, $3, creator_name, creator_email,
-                    creator_phone, id, 'E-Verify answers'
-             FROM everify_cases WHERE id = $1
-             RETURNING id",
-        )
-        .bind(id)
-        .bind(today)
-        .bind(actor.user_id)
-        .fetch_one(&mut *conn)
-        .await?;
+    if let Some(new) = new {
         opened(conn, actor, new, Step::Resubmit, today, public_base_url).await?;
         return Ok(new);
     }
     Ok(id)
+}
+
+/// The case that replaces case `id` (Close Case and Resubmit), written
+/// `Pending` from its data; its opening is recorded by [`opened`].
+async fn resubmission(
+    conn: &mut PgConnection,
+    actor: &Actor,
+    id: i64,
+    today: NaiveDate,
+) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar(
+        "INSERT INTO everify_cases (i9_id, employee_id, legal_entity_id, program, status,
+             from_receipt, created_on, due_on, late, late_reason, late_reason_other,
+             created_by_user_id, creator_name, creator_email, creator_phone, resubmit_of,
+             next_step)
+         SELECT i9_id, employee_id, legal_entity_id, program, 'Pending', from_receipt, $2,
+                due_on, late, late_reason, late_reason_other, $3, creator_name, creator_email,
+                creator_phone, id, 'E-Verify answers'
+         FROM everify_cases WHERE id = $1
+         RETURNING id",
+    )
+    .bind(id)
+    .bind(today)
+    .bind(actor.user_id)
+    .fetch_one(conn)
+    .await
 }
 
 /// Write the workflow's state of case `id`, its next step and due date.
@@ -824,6 +873,8 @@ pub struct Latest {
     pub id: i64,
     pub case_number: Option<String>,
     pub status: CaseStatus,
+    /// The program's latest result, kept when closed.
+    pub result: Option<CaseResult>,
     pub next_step: Option<String>,
     pub next_step_due_on: Option<NaiveDate>,
 }
@@ -831,7 +882,7 @@ pub struct Latest {
 /// The latest case of I-9 `i9`.
 pub async fn latest_of_i9(conn: &mut PgConnection, i9: i64) -> Result<Option<Latest>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT id, case_number, status, next_step, next_step_due_on FROM everify_cases
+        "SELECT id, case_number, status, result, next_step, next_step_due_on FROM everify_cases
          WHERE i9_id = $1 ORDER BY id DESC LIMIT 1",
     )
     .bind(i9)
@@ -845,7 +896,7 @@ pub async fn latest_of_employee(
     employee: i64,
 ) -> Result<(Option<Latest>, bool), sqlx::Error> {
     let latest: Option<Latest> = sqlx::query_as(
-        "SELECT id, case_number, status, next_step, next_step_due_on FROM everify_cases
+        "SELECT id, case_number, status, result, next_step, next_step_due_on FROM everify_cases
          WHERE employee_id = $1 ORDER BY id DESC LIMIT 1",
     )
     .bind(employee)

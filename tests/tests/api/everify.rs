@@ -301,11 +301,13 @@ async fn any_other_name_is_employment_authorized_and_closed() {
     let i9 = c.app.get_json(&format!("/v1/i9s/{}", c.i9), &c.token).await;
     assert_eq!(i9["everifyCase"]["id"], id);
     assert_eq!(i9["everifyCase"]["status"], "Closed");
+    assert_eq!(i9["everifyCase"]["result"], "Employment Authorized");
     let emp = c
         .app
         .get_json(&format!("/v1/employees/{}", c.employee), &c.token)
         .await;
     assert_eq!(emp["everifyCase"]["caseNumber"], number(id));
+    assert_eq!(emp["everifyCase"]["result"], "Employment Authorized");
     assert_eq!(emp["unresolvedVerification"], false);
     let of_i9 = c
         .app
@@ -645,6 +647,22 @@ async fn resubmit_closes_the_case_and_the_new_one_is_authorized() {
         ])
         .await;
     assert_eq!(events[3]["caseId"], new_id);
+    // The events link the two cases (the ATS trial): the old case's `Closed`
+    // names the new one, every event of the new one names the old one.
+    assert_eq!(events[2]["caseId"], id);
+    assert_eq!(events[2]["closureReason"], "INCORRECT_DATA");
+    assert_eq!(events[2]["result"], "Close Case and Resubmit");
+    assert_eq!(events[2]["resubmittedAs"], new_id);
+    assert_eq!(events[2]["resubmitOf"], Value::Null);
+    for e in &events[..2] {
+        assert_eq!(e["resubmittedAs"], Value::Null, "{e}");
+        assert_eq!(e["resubmitOf"], Value::Null, "{e}");
+    }
+    for e in &events[3..] {
+        assert_eq!(e["caseId"], new_id);
+        assert_eq!(e["resubmitOf"], id, "{e}");
+        assert_eq!(e["resubmittedAs"], Value::Null, "{e}");
+    }
 }
 
 #[tokio::test]
@@ -904,6 +922,31 @@ async fn cases_are_seen_as_their_i9s_and_partners_only_read() {
         .get_json(&format!("/v1/everify-cases/{id}"), &partner)
         .await;
     assert_eq!(rec["status"], "Tentative Nonconfirmation");
+    let staff = |rec: &Value| -> Vec<Value> {
+        let mut v: Vec<Value> = [
+            "createdByUserId",
+            "creatorName",
+            "creatorEmail",
+            "closedBy",
+            "closureNote",
+            "lateReasonOther",
+        ]
+        .iter()
+        .map(|k| rec[*k].clone())
+        .collect();
+        v.extend(
+            rec["history"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|h| h["byUserId"].clone()),
+        );
+        v
+    };
+    // Seen by the employer's HR: who opened the case.
+    let hr = c.get(id).await;
+    assert!(hr["createdByUserId"].is_i64(), "{hr}");
+    assert!(hr["creatorName"].is_string(), "{hr}");
     let r = c
         .app
         .http
@@ -961,4 +1004,258 @@ async fn cases_are_seen_as_their_i9s_and_partners_only_read() {
             .status(),
         400
     );
+    // The partner (the employer's vendor) never sees the employer's staff or
+    // their free text (docs/partners.md): a late case, closed with a note.
+    sqlx::query(
+        "UPDATE everify_cases SET late = TRUE, late_reason = 'OTHER',
+                late_reason_other = 'The hiring manager was away' WHERE id = $1",
+    )
+    .bind(id)
+    .execute(c.app.pool())
+    .await
+    .unwrap();
+    c.ok(
+        id,
+        "close",
+        Some(json!({"closureReason": "OTHER", "closureNote": "Created in error"})),
+    )
+    .await;
+    let hr = c.get(id).await;
+    assert_eq!(hr["closureNote"], "Created in error");
+    assert_eq!(hr["lateReasonOther"], "The hiring manager was away");
+    assert!(hr["closedBy"].is_i64(), "{hr}");
+    let by_hr = staff(&hr);
+    assert_eq!(by_hr.len(), 6 + 3, "open, program, close: {hr}");
+    assert!(
+        by_hr.iter().filter(|v| !v.is_null()).count() >= 7,
+        "the employer sees its staff: {hr}"
+    );
+    let i9_path = format!("/v1/i9s/{}/everify", c.i9);
+    let list_path = format!("/v1/everify-cases?employeeId={}", c.employee);
+    let as_partner = [
+        c.app
+            .get_json(&format!("/v1/everify-cases/{id}"), &partner)
+            .await,
+        c.app.get_json(&i9_path, &partner).await[0].clone(),
+        c.app.get_json(&list_path, &partner).await["searchResult"][0].clone(),
+    ];
+    for rec in &as_partner {
+        assert_eq!(rec["id"], id, "{rec}");
+        assert_eq!(
+            rec["closureReason"], "OTHER",
+            "the code is the program's: {rec}"
+        );
+        assert!(
+            staff(rec).iter().all(Value::is_null),
+            "no staff data to a partner: {rec}"
+        );
+    }
+    assert_eq!(as_partner[0]["history"].as_array().unwrap().len(), 3);
+    let events = c
+        .events(&[
+            ("case_opened", "Pending"),
+            ("status_changed", "Tentative Nonconfirmation"),
+            ("status_changed", "Closed"),
+        ])
+        .await;
+    for e in &events {
+        let text = e.to_string();
+        assert!(!text.contains("Created in error"), "{text}");
+    }
+}
+
+/// A Final Nonconfirmation (the HR trial): its "Close the case" is due on the
+/// day the result arrived and overdue from the next day, in the record and
+/// the `overdue` filter; closing it says whether the employee still works
+/// here, `OTHER` needing `employedAtClosure` (422 `required`, nothing
+/// written), the codes that say it not.
+#[tokio::test]
+async fn a_final_nonconfirmation_is_closed_promptly_saying_whether_the_employee_stays() {
+    let (c, id) = open_case("TNC-DHS").await;
+    c.wait_for(id, "Tentative Nonconfirmation").await;
+    c.ok(id, "notify", None).await;
+    let rec = c.ok(id, "no-action", None).await;
+    assert_eq!(rec["status"], "Final Nonconfirmation");
+    let today = c.app.config.today().to_string();
+    assert_eq!(rec["resultIssuedOn"], today.as_str());
+    assert_eq!(rec["nextStep"], "Close the case");
+    assert_eq!(rec["nextStepDueDate"], today.as_str());
+    assert_eq!(rec["overdue"], false);
+    let overdue = |v: bool| {
+        let c = &c;
+        async move {
+            c.app
+                .get_json(
+                    &format!("/v1/everify-cases?overdue={v}&employeeId={}", c.employee),
+                    &c.token,
+                )
+                .await["total"]
+                .as_i64()
+                .unwrap()
+        }
+    };
+    assert_eq!((overdue(true).await, overdue(false).await), (0, 1));
+    // The result arrived yesterday: the case is overdue.
+    sqlx::query(
+        "UPDATE everify_cases SET result_issued_on = result_issued_on - 1,
+                next_step_due_on = next_step_due_on - 1 WHERE id = $1",
+    )
+    .bind(id)
+    .execute(c.app.pool())
+    .await
+    .unwrap();
+    let rec = c.get(id).await;
+    assert_eq!(rec["overdue"], true, "{rec}");
+    assert_eq!((overdue(true).await, overdue(false).await), (1, 0));
+    let emp = c
+        .app
+        .get_json(&format!("/v1/employees/{}", c.employee), &c.token)
+        .await;
+    assert_eq!(emp["everifyCase"]["result"], "Final Nonconfirmation");
+    assert_eq!(
+        emp["everifyCase"]["nextStepDueDate"],
+        rec["nextStepDueDate"]
+    );
+    // OTHER does not say whether the employee still works here.
+    let (status, problem) = c
+        .step(
+            id,
+            "close",
+            Some(json!({"closureReason": "OTHER", "closureNote": "x"})),
+        )
+        .await;
+    assert_eq!(status, 422, "{problem}");
+    assert_eq!(
+        problem["errors"],
+        json!([{"field": "employedAtClosure", "code": "required",
+                "message": problem["errors"][0]["message"]}]),
+        "{problem}"
+    );
+    let (status, problem) = c
+        .step(id, "close", Some(json!({"closureReason": "OTHER"})))
+        .await;
+    assert_eq!(status, 422, "{problem}");
+    let mut fields: Vec<&str> = problem["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
+    fields.sort();
+    assert_eq!(fields, ["closureNote", "employedAtClosure"], "both named");
+    assert_eq!(
+        c.get(id).await["status"],
+        "Final Nonconfirmation",
+        "nothing written"
+    );
+    let rec = c
+        .ok(
+            id,
+            "close",
+            Some(json!({"closureReason": "OTHER", "closureNote": "x", "employedAtClosure": true})),
+        )
+        .await;
+    assert_eq!(rec["status"], "Closed");
+    assert_eq!(rec["employedAtClosure"], true);
+    assert_eq!(rec["overdue"], false);
+    assert_eq!((overdue(true).await, overdue(false).await), (0, 1));
+    c.events(&[
+        ("case_opened", "Pending"),
+        ("status_changed", "Tentative Nonconfirmation"),
+        ("status_changed", "Final Nonconfirmation"),
+        ("status_changed", "Closed"),
+    ])
+    .await;
+}
+
+/// The steps without fields take no body, or `{}`; anything else is refused
+/// as every JSON body is (the ATS trial: `{"noticeLanguage": "es"}` and text
+/// that is not JSON were taken and dropped): a 422 naming the member, a 400,
+/// a 415, each problem details, and nothing done.
+#[tokio::test]
+async fn the_steps_without_fields_take_no_body_or_an_empty_object() {
+    let (c, id) = open_case("TNC-DHS").await;
+    c.wait_for(id, "Tentative Nonconfirmation").await;
+    let raw = |step: &str, content_type: Option<&str>, body: &'static str| {
+        let mut req = c
+            .app
+            .http
+            .post(c.app.url(&format!("/v1/everify-cases/{id}/{step}")))
+            .bearer_auth(&c.token)
+            .body(body);
+        if let Some(t) = content_type {
+            req = req.header("content-type", t);
+        }
+        async move {
+            let r = req.send().await.unwrap();
+            let status = r.status().as_u16();
+            let media = r
+                .headers()
+                .get("content-type")
+                .map(|v| v.to_str().unwrap().to_owned());
+            (
+                status,
+                media,
+                r.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let problem = Some("application/problem+json".to_owned());
+    let (status, media, p) = raw(
+        "notify",
+        Some("application/json"),
+        r#"{"noticeLanguage": "es"}"#,
+    )
+    .await;
+    assert_eq!(status, 422, "{p}");
+    assert_eq!(media, problem);
+    assert_eq!(p["errors"][0]["field"], "noticeLanguage", "{p}");
+    assert_eq!(p["errors"][0]["code"], "unknown_field", "{p}");
+    assert_eq!(p["errors"].as_array().unwrap().len(), 1);
+    let (status, media, p) = raw("notify", Some("application/json"), "not json at all").await;
+    assert_eq!((status, media), (400, problem.clone()), "{p}");
+    let (status, media, p) = raw("notify", Some("text/plain"), "es").await;
+    assert_eq!((status, media), (415, problem.clone()), "{p}");
+    // Every such step, whatever the status: the body is read first.
+    for step in [
+        "confirm-details",
+        "notify",
+        "refer",
+        "no-action",
+        "resubmit",
+    ] {
+        let (status, p) = c.step(id, step, Some(json!({"x": 1}))).await;
+        assert_eq!(status, 422, "{step}: {p}");
+        assert_eq!(p["errors"][0]["field"], "x", "{step}: {p}");
+        let (status, _, p) = raw(step, Some("application/json"), "[]").await;
+        assert_eq!(status, 400, "{step}: {p}");
+    }
+    let rec = c.get(id).await;
+    assert_eq!(
+        rec["employeeNotifiedOn"],
+        Value::Null,
+        "nothing done: {rec}"
+    );
+    assert_eq!(rec["history"].as_array().unwrap().len(), 2);
+    // No body (with or without a Content-Type), or `{}`: taken.
+    let (status, _, rec) = raw("notify", Some("application/json"), "").await;
+    assert_eq!(status, 202, "{rec}");
+    assert!(rec["employeeNotifiedOn"].is_string(), "{rec}");
+    let rec = c.ok(id, "refer", Some(json!({}))).await;
+    assert_eq!(rec["status"], "Referred");
+    // A partner's body changes nothing of its 403.
+    let partner = c.app.sign_in_with(ATS, ATS_BOT, None).await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let r = c
+        .app
+        .http
+        .post(c.app.url(&format!("/v1/everify-cases/{id}/no-action")))
+        .bearer_auth(&partner)
+        .body("not json at all")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
 }

@@ -33,6 +33,9 @@ enum T {
     /// `null`, or an object (a reverification a Status Change Report asks
     /// for: tests/tests/api/status_change_report.rs)
     OptObject,
+    /// `null`, or the latest E-Verify case of an employee or I-9
+    /// (docs/everify.md, "REST resource"): exactly its six fields.
+    EverifyCase,
 }
 
 fn check(value: &Value, t: T) -> bool {
@@ -81,6 +84,27 @@ fn check(value: &Value, t: T) -> bool {
                 })
         }
         T::OptObject => value.is_null() || value.is_object(),
+        T::EverifyCase => {
+            value.is_null()
+                || value.as_object().is_some_and(|o| {
+                    let names: BTreeSet<&str> = o.keys().map(String::as_str).collect();
+                    names
+                        == BTreeSet::from([
+                            "id",
+                            "caseNumber",
+                            "status",
+                            "result",
+                            "nextStep",
+                            "nextStepDueDate",
+                        ])
+                        && o["id"].is_i64()
+                        && check(&o["caseNumber"], T::OptStr)
+                        && o["status"].is_string()
+                        && check(&o["result"], T::OptStr)
+                        && check(&o["nextStep"], T::OptStr)
+                        && check(&o["nextStepDueDate"], T::Date)
+                })
+        }
         T::Preparers => value.as_array().is_some_and(|a| {
             a.iter().all(|p| {
                 p.as_object().is_some_and(|o| o.len() == 9)
@@ -179,7 +203,7 @@ fn employee_record() -> Vec<(&'static str, T)> {
         // docs/retention.md, "Legal holds".
         ("legalHold", T::Bool),
         // docs/everify.md, "REST resource": the latest case, and whether one is open.
-        ("everifyCase", T::OptObject),
+        ("everifyCase", T::EverifyCase),
         ("unresolvedVerification", T::Bool),
     ];
     for name in [
@@ -260,7 +284,7 @@ fn i9_record() -> Vec<(&'static str, T)> {
         // E-Verify's Status Change Report (docs/everify.md).
         ("reverificationRequired", T::OptObject),
         // docs/everify.md, "REST resource": the I-9's latest case.
-        ("everifyCase", T::OptObject),
+        ("everifyCase", T::EverifyCase),
         // Section 1's attested expiry (docs/api.md, "I-9s").
         ("workAuthorizationExpiration", T::Date),
         ("preparersAndTranslators", T::Preparers),
@@ -424,6 +448,35 @@ async fn every_resource_has_the_fields_and_types_of_the_specification() {
     assert_eq!(record["i9Status"], "Signed Sec 1");
     assert_eq!(record["formType"], 1);
     assert_eq!(record["dateDue"], "2026-10-08");
+    // With an E-Verify case, both records show it, its result included: a
+    // `Closed` says how it ended (the ATS trial).
+    let case: i64 = sqlx::query_scalar(
+        "INSERT INTO everify_cases (i9_id, employee_id, legal_entity_id, program, case_number,
+             status, result, basis, created_on, created_by_user_id, creator_name,
+             closure_reason, employed_at_closure, closed_on)
+         SELECT $1, $2, (SELECT id FROM legal_entities ORDER BY id LIMIT 1), 'simulator',
+                'SIM000000000001', 'Closed', 'Final Nonconfirmation', 'agency', DATE '2026-10-06',
+                1, 'Admin', 'EMPLOYEE_TERMINATED_FOR_FNC', FALSE, DATE '2026-10-07'
+         RETURNING id",
+    )
+    .bind(i9)
+    .bind(maria)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    let record = app.get_json(&format!("/v1/i9s/{i9}"), &token).await;
+    assert_shape("i9", &record, &i9_record());
+    let employee = app
+        .get_json(&format!("/v1/employees/{maria}"), &token)
+        .await;
+    assert_shape("employee", &employee, &employee_record());
+    for rec in [&record, &employee] {
+        assert_eq!(
+            rec["everifyCase"],
+            serde_json::json!({"id": case, "caseNumber": "SIM000000000001", "status": "Closed",
+                "result": "Final Nonconfirmation", "nextStep": null, "nextStepDueDate": null})
+        );
+    }
 
     assert_list(
         "legal entity",
