@@ -1076,7 +1076,8 @@ async fn a_final_nonconfirmation_is_closed_promptly_saying_whether_the_employee_
     c.ok(id, "notify", None).await;
     let rec = c.ok(id, "no-action", None).await;
     assert_eq!(rec["status"], "Final Nonconfirmation");
-    let today = c.app.config.today().to_string();
+    // E-Verify dates its steps on the U.S. Eastern day (docs/everify.md, "Windows").
+    let today = c.app.config.everify_today().to_string();
     assert_eq!(rec["resultIssuedOn"], today.as_str());
     assert_eq!(rec["nextStep"], "Close the case");
     assert_eq!(rec["nextStepDueDate"], today.as_str());
