@@ -11,7 +11,7 @@ use chrono::{NaiveDate, TimeZone, Utc};
 use i9_common::{
     domain::{Attestation, I9Status},
     inspection::{
-        render_counted, AuditEntry, EverifyCase, EverifyStep, InspectionRecord, Preparer,
+        render_counted, AuditEntry, EverifyCase, EverifyStep, InspectionRecord, Preparer, UserRef,
     },
     models::{i9::RecordRow, supplement_b::Recorded},
 };
@@ -91,6 +91,7 @@ fn record(id: i64) -> InspectionRecord {
         client: None,
         request_id: s("bench"),
         fields: fields.into_iter().map(String::from).collect(),
+        everify_case_id: None,
     })
     .collect();
     InspectionRecord {
@@ -151,9 +152,14 @@ fn record(id: i64) -> InspectionRecord {
             due_on: Some(day(2026, 1, 8)),
             late_reason: None,
             late_reason_other: None,
+            next_step: None,
+            next_step_due_on: None,
+            employee_notified_on: None,
+            referred_on: None,
+            closed_by: None,
             history: vec![
-                EverifyStep { on_day: day(2026, 1, 6), status: "Pending".into(), result: None, step: "open".into() },
-                EverifyStep { on_day: day(2026, 1, 6), status: "Closed".into(), result: s("Employment Authorized"), step: "close".into() },
+                EverifyStep { on_day: day(2026, 1, 6), status: "Pending".into(), result: None, step: "open".into(), by: Some(UserRef { id: 1, login: s("admin") }) },
+                EverifyStep { on_day: day(2026, 1, 6), status: "Closed".into(), result: s("Employment Authorized"), step: "program".into(), by: None },
             ],
         }],
         audit: Some(audit),

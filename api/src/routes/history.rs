@@ -2,7 +2,10 @@
 //! `GET /v1/i9s/{id}/history` (docs/api.md, "History of a record"). The
 //! record's audit log entries, newest first, paged: when, what, who, the
 //! request id, the names of the fields written, and for a legal hold's
-//! entries the hold (its id and what it is on). Never a value: the entries'
+//! entries the hold (its id and what it is on). An I-9's history holds the
+//! entries of its E-Verify cases too (`everify.*`, written on the case:
+//! docs/everify.md, "Audit"), each naming its case; an employee's holds its
+//! own entries only, not its I-9s' (nor so their cases'). Never a value: the entries'
 //! other details (a park reason, an attestation, a partner's candidate id, a
 //! hold's reason) are not shown.
 //!
@@ -53,6 +56,9 @@ pub struct HistoryEntry {
     /// For `legal_hold.set` and `legal_hold.lift`: the hold set or lifted
     /// (`GET /v1/legal-holds/{id}`); `null` for every other action.
     pub legal_hold: Option<HistoryHold>,
+    /// For the entries of an E-Verify case of the I-9 (`everify.*`): the
+    /// case's id (`GET /v1/everify-cases/{id}`); `null` for every other entry.
+    pub everify_case_id: Option<i64>,
 }
 
 /// The legal hold a `legal_hold.set` or `legal_hold.lift` entry is about
@@ -95,6 +101,7 @@ struct Row {
     fields: Vec<String>,
     legal_hold_id: Option<i64>,
     resource_type: String,
+    resource_id: String,
 }
 
 impl From<Row> for HistoryEntry {
@@ -106,7 +113,12 @@ impl From<Row> for HistoryEntry {
             (None, Some(_)) => "section1Link",
             (None, None) => "system",
         };
+        let everify_case_id = match r.resource_type.as_str() {
+            "everify_case" => r.resource_id.parse().ok(),
+            _ => None,
+        };
         Self {
+            everify_case_id,
             at: Some(r.occurred_at),
             action: r.action,
             actor: HistoryActor {
@@ -130,7 +142,11 @@ impl From<Row> for HistoryEntry {
     }
 }
 
-/// The page `q` of the history of `resource_type` `id`, at `path`.
+/// The page `q` of the history of `resource_type` `id`, at `path`: the
+/// entries on the record and, for an I-9, those on its E-Verify cases
+/// (docs/api.md, "History of a record"). Every entry of an I-9's case is on
+/// the I-9's history, whoever wrote it: the history's permissions (read the
+/// I-9, and 12) cover them as they cover the I-9's own.
 async fn page(
     state: &AppState,
     q: &ListQuery,
@@ -139,16 +155,30 @@ async fn page(
     path: &str,
 ) -> ApiResult<ListResponse<HistoryEntry>> {
     let resource = id.to_string();
+    // The records whose entries are shown: the record, and an I-9's cases
+    // (few: the keys join `audit_log_resource_idx`).
     let total = sqlx::query_scalar!(
-        r#"SELECT count(*) AS "n!" FROM audit_log WHERE resource_type = $1 AND resource_id = $2"#,
+        r#"WITH keys (t, r) AS (
+               SELECT $1::TEXT, $2::TEXT
+               UNION ALL
+               SELECT 'everify_case', c.id::TEXT FROM everify_cases c
+               WHERE $1 = 'i9' AND c.i9_id = $3)
+           SELECT count(*) AS "n!" FROM audit_log a
+           JOIN keys k ON a.resource_type = k.t AND a.resource_id = k.r"#,
         resource_type,
         resource,
+        id,
     )
     .fetch_one(&state.pool)
     .await?;
     let rows = sqlx::query_as!(
         Row,
-        r#"SELECT a.occurred_at, a.action, a.user_id, u.login AS "login?", c.client_id AS "client?",
+        r#"WITH keys (t, r) AS (
+               SELECT $1::TEXT, $2::TEXT
+               UNION ALL
+               SELECT 'everify_case', c.id::TEXT FROM everify_cases c
+               WHERE $1 = 'i9' AND c.i9_id = $3)
+           SELECT a.occurred_at, a.action, a.user_id, u.login AS "login?", c.client_id AS "client?",
                   a.request_id,
                   ARRAY(SELECT jsonb_array_elements_text(
                             CASE WHEN jsonb_typeof(a.detail -> 'fields') = 'array'
@@ -156,14 +186,15 @@ async fn page(
                   CASE WHEN a.action LIKE 'legal\_hold.%'
                             AND jsonb_typeof(a.detail -> 'legalHoldId') = 'number'
                        THEN (a.detail ->> 'legalHoldId')::BIGINT END AS legal_hold_id,
-                  a.resource_type
+                  a.resource_type, a.resource_id AS "resource_id!"
            FROM audit_log a
+           JOIN keys k ON a.resource_type = k.t AND a.resource_id = k.r
            LEFT JOIN users u ON u.id = a.user_id
            LEFT JOIN oauth_clients c ON c.id = a.client_id
-           WHERE a.resource_type = $1 AND a.resource_id = $2
-           ORDER BY a.occurred_at DESC, a.id DESC LIMIT $3 OFFSET $4"#,
+           ORDER BY a.occurred_at DESC, a.id DESC LIMIT $4 OFFSET $5"#,
         resource_type,
         resource,
+        id,
         q.page_size,
         q.offset(),
     )
@@ -239,8 +270,15 @@ pub async fn i9(
 /// `actor`, `fields` and `legalHold` are cells of JSON text (docs/api.md,
 /// "CSV").
 impl crate::list::CsvColumns for HistoryEntry {
-    const COLUMNS: &'static [&'static str] =
-        &["at", "action", "actor", "requestId", "fields", "legalHold"];
+    const COLUMNS: &'static [&'static str] = &[
+        "at",
+        "action",
+        "actor",
+        "requestId",
+        "fields",
+        "legalHold",
+        "everifyCaseId",
+    ];
 }
 
 #[cfg(test)]

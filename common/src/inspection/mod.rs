@@ -75,6 +75,14 @@ pub struct EverifyCase {
     pub due_on: Option<NaiveDate>,
     pub late_reason: Option<String>,
     pub late_reason_other: Option<String>,
+    /// The open case's next step and its due date (docs/everify.md,
+    /// "Windows"); `None` once closed.
+    pub next_step: Option<String>,
+    pub next_step_due_on: Option<NaiveDate>,
+    pub employee_notified_on: Option<NaiveDate>,
+    pub referred_on: Option<NaiveDate>,
+    /// Who closed it (the API's `closedBy`), with the user's login.
+    pub closed_by: Option<UserRef>,
     pub history: Vec<EverifyStep>,
 }
 
@@ -85,17 +93,27 @@ impl EverifyCase {
     }
 }
 
+/// A user, as the PDF names users: id and login.
+#[derive(Debug, Clone)]
+pub struct UserRef {
+    pub id: i64,
+    pub login: Option<String>,
+}
+
 #[derive(Debug, Clone)]
 pub struct EverifyStep {
     pub on_day: NaiveDate,
     pub status: String,
     pub result: Option<String>,
     pub step: String,
+    /// Who took the step (the API's `byUserId`); `None` for the program's
+    /// own update (step `program`).
+    pub by: Option<UserRef>,
 }
 
-/// An audit entry of the I-9, as `GET /v1/i9s/{id}/history` shows it
-/// (api/src/routes/history.rs): who, what, when, the fields' names, never a
-/// value.
+/// An audit entry of the I-9 or of one of its E-Verify cases, as `GET
+/// /v1/i9s/{id}/history` shows it (api/src/routes/history.rs): who, what,
+/// when, the fields' names, never a value.
 #[derive(Debug, Clone)]
 pub struct AuditEntry {
     pub occurred_at: DateTime<Utc>,
@@ -105,6 +123,8 @@ pub struct AuditEntry {
     pub client: Option<String>,
     pub request_id: Option<String>,
     pub fields: Vec<String>,
+    /// The case of an `everify.*` entry; `None` for the I-9's own.
+    pub everify_case_id: Option<i64>,
 }
 
 /// What [`gather`] reads besides the I-9.
@@ -172,6 +192,12 @@ struct CaseRow {
     due_on: Option<NaiveDate>,
     late_reason: Option<String>,
     late_reason_other: Option<String>,
+    next_step: Option<String>,
+    next_step_due_on: Option<NaiveDate>,
+    employee_notified_on: Option<NaiveDate>,
+    referred_on: Option<NaiveDate>,
+    closed_by_user_id: Option<i64>,
+    closed_by_login: Option<String>,
 }
 
 struct StepRow {
@@ -180,16 +206,21 @@ struct StepRow {
     status: String,
     result: Option<String>,
     step: String,
+    by_user_id: Option<i64>,
+    by_login: Option<String>,
 }
 
 /// The E-Verify cases of I-9 `id`, oldest first, each with its steps.
 async fn everify_cases(conn: &mut PgConnection, id: i64) -> Result<Vec<EverifyCase>, sqlx::Error> {
     let cases = sqlx::query_as!(
         CaseRow,
-        "SELECT id, program, case_number, status, result, agency, created_on, closed_on,
-                closure_reason, closure_statement, basis, employed_at_closure, closure_note,
-                due_on, late_reason, late_reason_other
-         FROM everify_cases WHERE i9_id = $1 ORDER BY id",
+        r#"SELECT c.id, c.program, c.case_number, c.status, c.result, c.agency, c.created_on,
+                  c.closed_on, c.closure_reason, c.closure_statement, c.basis,
+                  c.employed_at_closure, c.closure_note, c.due_on, c.late_reason,
+                  c.late_reason_other, c.next_step, c.next_step_due_on, c.employee_notified_on,
+                  c.referred_on, c.closed_by_user_id, u.login AS "closed_by_login?"
+           FROM everify_cases c LEFT JOIN users u ON u.id = c.closed_by_user_id
+           WHERE c.i9_id = $1 ORDER BY c.id"#,
         id,
     )
     .fetch_all(&mut *conn)
@@ -200,8 +231,10 @@ async fn everify_cases(conn: &mut PgConnection, id: i64) -> Result<Vec<EverifyCa
     let ids: Vec<i64> = cases.iter().map(|c| c.id).collect();
     let steps = sqlx::query_as!(
         StepRow,
-        "SELECT case_id, on_day, status, result, step
-         FROM everify_case_history WHERE case_id = ANY($1) ORDER BY case_id, id",
+        r#"SELECT h.case_id, h.on_day, h.status, h.result, h.step, h.by_user_id,
+                  u.login AS "by_login?"
+           FROM everify_case_history h LEFT JOIN users u ON u.id = h.by_user_id
+           WHERE h.case_id = ANY($1) ORDER BY h.case_id, h.id"#,
         &ids[..],
     )
     .fetch_all(&mut *conn)
@@ -217,6 +250,10 @@ async fn everify_cases(conn: &mut PgConnection, id: i64) -> Result<Vec<EverifyCa
                     status: s.status.clone(),
                     result: s.result.clone(),
                     step: s.step.clone(),
+                    by: s.by_user_id.map(|id| UserRef {
+                        id,
+                        login: s.by_login.clone(),
+                    }),
                 })
                 .collect(),
             id: c.id,
@@ -235,27 +272,42 @@ async fn everify_cases(conn: &mut PgConnection, id: i64) -> Result<Vec<EverifyCa
             due_on: c.due_on,
             late_reason: c.late_reason,
             late_reason_other: c.late_reason_other,
+            next_step: c.next_step,
+            next_step_due_on: c.next_step_due_on,
+            employee_notified_on: c.employee_notified_on,
+            referred_on: c.referred_on,
+            closed_by: c.closed_by_user_id.map(|id| UserRef {
+                id,
+                login: c.closed_by_login,
+            }),
         })
         .collect())
 }
 
-/// The audit log entries of I-9 `id`, oldest first, as the history reads
-/// them: the fields' names, never a value (`detail`'s other members are not
-/// read).
+/// The audit log entries of I-9 `id` and of its E-Verify cases, oldest
+/// first, as the history reads them (api/src/routes/history.rs): the fields'
+/// names, never a value (`detail`'s other members are not read).
 async fn audit_trail(conn: &mut PgConnection, id: i64) -> Result<Vec<AuditEntry>, sqlx::Error> {
     sqlx::query_as!(
         AuditEntry,
-        r#"SELECT a.occurred_at, a.action, a.user_id, u.login AS "login?", c.client_id AS "client?",
+        r#"WITH keys (t, r) AS (
+               SELECT 'i9', $1::TEXT
+               UNION ALL
+               SELECT 'everify_case', ec.id::TEXT FROM everify_cases ec WHERE ec.i9_id = $2)
+           SELECT a.occurred_at, a.action, a.user_id, u.login AS "login?", c.client_id AS "client?",
                   a.request_id,
                   ARRAY(SELECT jsonb_array_elements_text(
                             CASE WHEN jsonb_typeof(a.detail -> 'fields') = 'array'
-                                 THEN a.detail -> 'fields' ELSE '[]'::JSONB END)) AS "fields!"
+                                 THEN a.detail -> 'fields' ELSE '[]'::JSONB END)) AS "fields!",
+                  CASE WHEN a.resource_type = 'everify_case'
+                       THEN a.resource_id::BIGINT END AS everify_case_id
            FROM audit_log a
+           JOIN keys k ON a.resource_type = k.t AND a.resource_id = k.r
            LEFT JOIN users u ON u.id = a.user_id
            LEFT JOIN oauth_clients c ON c.id = a.client_id
-           WHERE a.resource_type = 'i9' AND a.resource_id = $1
            ORDER BY a.occurred_at, a.id"#,
         id.to_string(),
+        id,
     )
     .fetch_all(conn)
     .await

@@ -6,7 +6,7 @@ use chrono::{DateTime, NaiveDate, Utc};
 
 use super::{
     layout::{Doc, TEXT_WIDTH},
-    InspectionRecord,
+    EverifyCase, InspectionRecord, UserRef,
 };
 use crate::{
     domain::{ssn_mask::mask_last4, Attestation},
@@ -47,6 +47,25 @@ fn attestation(a: Option<&str>) -> String {
         Some("alien authorized to work") => "4. A noncitizen authorized to work".into(),
         Some(other) => other.into(),
         None => NONE.into(),
+    }
+}
+
+/// A user as the PDF names users: `user 2 (west.hr)`.
+fn user(u: &UserRef) -> String {
+    match &u.login {
+        Some(l) => format!("user {} ({l})", u.id),
+        None => format!("user {}", u.id),
+    }
+}
+
+/// Who took a step of case `c`: its user, or for the program's own update
+/// (no user) the program: `E-Verify`, or `simulator` for the service's
+/// simulator (docs/everify.md, "The simulator").
+fn step_by(c: &EverifyCase, by: &Option<UserRef>) -> String {
+    match by {
+        Some(u) => user(u),
+        None if c.simulated() => "simulator".into(),
+        None => "E-Verify".into(),
     }
 }
 
@@ -378,7 +397,7 @@ pub fn render_counted(record: &InspectionRecord) -> (Vec<u8>, usize) {
             format!("Case {number}")
         };
         doc.subheading(&label);
-        doc.fields(&[
+        let mut fields = vec![
             (
                 "Program",
                 if c.simulated() {
@@ -401,7 +420,25 @@ pub fn render_counted(record: &InspectionRecord) -> (Vec<u8>, usize) {
                 },
             ),
             ("Final nonconfirmation basis", text(&c.basis)),
+        ];
+        // An open case's next step, and the steps' days once taken
+        // (docs/inspection.md, "The PDF").
+        if c.next_step.is_some() || c.next_step_due_on.is_some() {
+            fields.push(("Next step", text(&c.next_step)));
+            fields.push(("Next step due by", date(c.next_step_due_on)));
+        }
+        if c.employee_notified_on.is_some() {
+            fields.push(("Employee notified on", date(c.employee_notified_on)));
+        }
+        if c.referred_on.is_some() {
+            fields.push(("Referred on", date(c.referred_on)));
+        }
+        fields.extend([
             ("Closed on", date(c.closed_on)),
+            (
+                "Closed by",
+                c.closed_by.as_ref().map_or_else(|| NONE.to_owned(), user),
+            ),
             ("Closure reason", text(&c.closure_reason)),
             ("Closure statement", text(&c.closure_statement)),
             (
@@ -414,6 +451,7 @@ pub fn render_counted(record: &InspectionRecord) -> (Vec<u8>, usize) {
             ),
             ("Closure note", text(&c.closure_note)),
         ]);
+        doc.fields(&fields);
         if !c.history.is_empty() {
             let rows: Vec<Vec<String>> = c
                 .history
@@ -424,12 +462,13 @@ pub fn render_counted(record: &InspectionRecord) -> (Vec<u8>, usize) {
                         s.step.clone(),
                         s.status.clone(),
                         text(&s.result),
+                        step_by(c, &s.by),
                     ]
                 })
                 .collect();
             doc.table(
-                &[80.0, 90.0, 160.0, TEXT_WIDTH - 330.0],
-                &["Day", "Step", "Status", "Result"],
+                &[68.0, 64.0, 130.0, 130.0, TEXT_WIDTH - 392.0],
+                &["Day", "Step", "Status", "Result", "By"],
                 &rows,
             );
         }
@@ -445,7 +484,8 @@ pub fn render_counted(record: &InspectionRecord) -> (Vec<u8>, usize) {
         Some(entries) if entries.is_empty() => doc.paragraph("No entry."),
         Some(entries) => {
             doc.paragraph(
-                "Every entry of the audit log on this I-9, oldest first: what was done, by whom, \
+                "Every entry of the audit log on this I-9 and on its E-Verify cases (an entry \
+                 of a case names it after the action), oldest first: what was done, by whom, \
                  and the names of the fields written (never their values).",
             );
             let rows: Vec<Vec<String>> = entries
@@ -453,10 +493,10 @@ pub fn render_counted(record: &InspectionRecord) -> (Vec<u8>, usize) {
                 .map(|a| {
                     let by = match (a.user_id, &a.login, &a.request_id) {
                         (Some(id), login, _) => {
-                            let mut s = match login {
-                                Some(l) => format!("user {id} ({l})"),
-                                None => format!("user {id}"),
-                            };
+                            let mut s = user(&UserRef {
+                                id,
+                                login: login.clone(),
+                            });
                             if let Some(c) = &a.client {
                                 s.push_str(&format!(" via {c}"));
                             }
@@ -465,9 +505,14 @@ pub fn render_counted(record: &InspectionRecord) -> (Vec<u8>, usize) {
                         (None, _, Some(_)) => "employee (Section 1 link)".into(),
                         (None, _, None) => "system".into(),
                     };
+                    // An entry of an E-Verify case names its case.
+                    let action = match a.everify_case_id {
+                        Some(case) => format!("{} (case {case})", a.action),
+                        None => a.action.clone(),
+                    };
                     vec![
                         stamp(Some(a.occurred_at)),
-                        a.action.clone(),
+                        action,
                         by,
                         a.fields
                             .iter()
@@ -478,7 +523,7 @@ pub fn render_counted(record: &InspectionRecord) -> (Vec<u8>, usize) {
                 })
                 .collect();
             doc.table(
-                &[105.0, 95.0, 150.0, TEXT_WIDTH - 350.0],
+                &[105.0, 145.0, 130.0, TEXT_WIDTH - 380.0],
                 &["When", "Action", "By", "Fields"],
                 &rows,
             );
@@ -495,8 +540,104 @@ pub fn render_counted(record: &InspectionRecord) -> (Vec<u8>, usize) {
 mod tests {
     use super::*;
     use crate::domain::I9Status;
-    use crate::inspection::AuditEntry;
+    use crate::inspection::{AuditEntry, EverifyStep};
     use crate::models::i9::RecordRow;
+
+    fn case(program: &str) -> EverifyCase {
+        let day = NaiveDate::from_ymd_opt(2026, 11, 20).unwrap();
+        EverifyCase {
+            id: 88,
+            program: program.into(),
+            case_number: Some("2026324123456AB".into()),
+            status: "Tentative Nonconfirmation".into(),
+            result: Some("Tentative Nonconfirmation".into()),
+            agency: Some("SSA".into()),
+            created_on: day,
+            closed_on: None,
+            closure_reason: None,
+            closure_statement: None,
+            basis: None,
+            employed_at_closure: None,
+            closure_note: None,
+            due_on: Some(day),
+            late_reason: None,
+            late_reason_other: None,
+            next_step: Some("The employee decides".into()),
+            next_step_due_on: NaiveDate::from_ymd_opt(2026, 12, 4),
+            employee_notified_on: Some(day),
+            referred_on: None,
+            closed_by: None,
+            history: vec![
+                EverifyStep {
+                    on_day: day,
+                    status: "Pending".into(),
+                    result: None,
+                    step: "open".into(),
+                    by: Some(UserRef {
+                        id: 2,
+                        login: Some("west.hr".into()),
+                    }),
+                },
+                EverifyStep {
+                    on_day: day,
+                    status: "Tentative Nonconfirmation".into(),
+                    result: Some("Tentative Nonconfirmation".into()),
+                    step: "program".into(),
+                    by: None,
+                },
+            ],
+        }
+    }
+
+    /// A step names its user, or the program for the program's own answer
+    /// (docs/inspection.md, "The PDF").
+    #[test]
+    fn a_step_names_who_took_it() {
+        for (program, answered_by) in [("e-verify", "E-Verify"), ("simulator", "simulator")] {
+            let c = case(program);
+            assert_eq!(step_by(&c, &c.history[0].by), "user 2 (west.hr)");
+            assert_eq!(step_by(&c, &c.history[1].by), answered_by);
+        }
+        let nameless = UserRef { id: 5, login: None };
+        assert_eq!(user(&nameless), "user 5");
+    }
+
+    /// An open case shows its next step, its due date and the day the
+    /// employee was notified; a case not referred shows no referral.
+    #[test]
+    fn an_open_case_shows_its_next_step() {
+        let now = Utc::now();
+        let record = InspectionRecord {
+            generated_at: now,
+            i9: RecordRow {
+                id: 7,
+                employee_id: 3,
+                status: I9Status::Completed,
+                form_version: "01/20/25".into(),
+                date_created: now,
+                first_name: "Ana".into(),
+                last_name: "Diaz".into(),
+                ..RecordRow::default()
+            },
+            preparers: vec![],
+            supplement_b: vec![],
+            everify: vec![case("e-verify")],
+            audit: None,
+        };
+        let pdf = render(&record);
+        let text = String::from_utf8_lossy(&pdf);
+        for expected in [
+            "Next step due by",
+            "2026-12-04",
+            "The employee decides",
+            "Employee notified on",
+            "Closed by",
+            "west.hr", // the step's user (parentheses are escaped in the PDF)
+        ] {
+            assert!(text.contains(expected), "{expected}");
+        }
+        assert!(!text.contains("Referred on"));
+    }
 
     #[test]
     fn a_long_trail_runs_onto_numbered_pages() {
@@ -527,6 +668,7 @@ mod tests {
                         client: None,
                         request_id: None,
                         fields: vec!["first_name".into()],
+                        everify_case_id: None,
                     })
                     .collect(),
             ),

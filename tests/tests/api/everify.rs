@@ -1260,3 +1260,188 @@ async fn the_steps_without_fields_take_no_body_or_an_empty_object() {
         .unwrap();
     assert_eq!(r.status(), 403);
 }
+
+/// The entries of an I-9's history that are its E-Verify cases' (action,
+/// actor kind, case id), newest first, and the history's total.
+async fn everify_history(c: &Case) -> (Vec<(String, String, i64)>, i64) {
+    let history = c
+        .app
+        .get_json(&format!("/v1/i9s/{}/history?page_size=100", c.i9), &c.token)
+        .await;
+    let entries = history["searchResult"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["action"].as_str().unwrap().starts_with("everify."))
+        .map(|e| {
+            (
+                e["action"].as_str().unwrap().to_owned(),
+                e["actor"]["kind"].as_str().unwrap().to_owned(),
+                e["everifyCaseId"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    (entries, history["total"].as_i64().unwrap())
+}
+
+/// The text of the I-9's PDF, its whitespace folded to single spaces (a
+/// cell that wraps reads as one phrase).
+async fn pdf_words(c: &Case) -> String {
+    let r = c.app.get(&format!("/v1/i9s/{}/pdf", c.i9), &c.token).await;
+    assert_eq!(r.status(), 200);
+    let text = crate::inspection::pdf_text(&r.bytes().await.unwrap());
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The HR trial: the I-9's history (and so the PDF's audit trail) held no
+/// `everify.*` entry, and the PDF named no one for the case's steps and
+/// showed no next step. A case opened, notified, referred, answered Final
+/// Nonconfirmation and closed by the employer gives exactly its 7 entries
+/// in the I-9's history, newest first, each naming the case; the employee's
+/// history holds none (it holds no entry of its I-9s either: docs/api.md,
+/// "History of a record"); the PDF shows the open case's next step and its
+/// days, who took each step, and who closed it.
+#[tokio::test]
+async fn the_i9s_history_and_pdf_hold_its_case() {
+    let (c, id) = open_case("TNC-SSA-FNC").await;
+    c.wait_for(id, "Tentative Nonconfirmation").await;
+    let rec = c.ok(id, "notify", None).await;
+    let due = rec["nextStepDueDate"].as_str().unwrap().to_owned();
+    let notified = rec["employeeNotifiedOn"].as_str().unwrap().to_owned();
+    assert!(
+        rec["nextStep"]
+            .as_str()
+            .unwrap()
+            .starts_with("The employee decides"),
+        "{rec}"
+    );
+    // The open case in the PDF: waiting for the employer, so it stays.
+    let text = pdf_words(&c).await;
+    for expected in [
+        "Next step",
+        "The employee decides: refer the case, or record no action",
+        "Next step due by",
+        &due,
+        "Employee notified on",
+        &notified,
+    ] {
+        assert!(text.contains(expected), "{expected:?} in:\n{text}");
+    }
+    assert!(!text.contains("Referred on"), "{text}");
+    assert!(text.contains("Closed by"), "{text}"); // no one yet: a dash
+
+    c.ok(id, "refer", None).await;
+    c.wait_for(id, "Final Nonconfirmation").await;
+    let rec = c
+        .ok(
+            id,
+            "close",
+            Some(json!({"closureReason": "EMPLOYEE_TERMINATED_FOR_FNC"})),
+        )
+        .await;
+    assert_eq!(rec["status"], "Closed");
+    let admin = rec["closedBy"].as_i64().unwrap();
+    let referred = rec["referredOn"].as_str().unwrap().to_owned();
+
+    let (entries, total) = everify_history(&c).await;
+    let user = |a: &str| (a.to_owned(), "user".to_owned(), id);
+    let system = |a: &str| (a.to_owned(), "system".to_owned(), id);
+    assert_eq!(
+        entries,
+        [
+            user("everify.closed"),
+            user("everify.step"),
+            system("everify.status_changed"),
+            user("everify.step"),
+            user("everify.step"),
+            system("everify.status_changed"),
+            user("everify.case_opened"),
+        ]
+    );
+    // The I-9's own entries and its case's, nothing else.
+    let rows = |t: &'static str, r: i64| {
+        let app = &c.app;
+        async move {
+            let n: i64 = sqlx::query_scalar(
+                "SELECT count(*) FROM audit_log WHERE resource_type = $1 AND resource_id = $2::TEXT",
+            )
+            .bind(t)
+            .bind(r)
+            .fetch_one(app.pool())
+            .await
+            .unwrap();
+            n
+        }
+    };
+    assert_eq!(total, rows("i9", c.i9).await + 7);
+    assert_eq!(rows("everify_case", id).await, 7);
+    // Paged as before: 2 a page, the newest first.
+    let page = c
+        .app
+        .get_json(
+            &format!("/v1/i9s/{}/history?page_size=2&page=1", c.i9),
+            &c.token,
+        )
+        .await;
+    assert_eq!(page["total"], total);
+    assert_eq!(page["searchResult"].as_array().unwrap().len(), 2);
+    assert_eq!(page["searchResult"][0]["action"], "everify.closed");
+    assert_eq!(page["searchResult"][1]["action"], "everify.step");
+    let employee = c
+        .app
+        .get_json(
+            &format!("/v1/employees/{}/history?page_size=100", c.employee),
+            &c.token,
+        )
+        .await;
+    assert!(
+        employee["searchResult"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| !e["action"].as_str().unwrap().starts_with("everify.")
+                && e["everifyCaseId"].is_null()),
+        "{employee}"
+    );
+
+    // The closed case in the PDF: who took each step, who closed it, and
+    // the case's entries in the audit trail.
+    let text = pdf_words(&c).await;
+    let by_admin = format!("user {admin} (admin)");
+    for expected in [
+        "Day Step Status Result By",
+        &format!("everify.case_opened (case {id})"),
+        &format!("everify.closed (case {id})"),
+    ] {
+        assert!(text.contains(expected), "{expected:?} in:\n{text}");
+    }
+    // The case's fields (two to a row: labels and values interleave in the
+    // text).
+    let fields = text
+        .split("Case SIM")
+        .nth(1)
+        .unwrap()
+        .split("Day Step Status Result By")
+        .next()
+        .unwrap();
+    for expected in ["Closed by", &by_admin, "Referred on", &referred] {
+        assert!(fields.contains(expected), "{expected:?} in:\n{fields}");
+    }
+    // The steps: open, program, notify, refer, program, close: four by
+    // the user, two by the simulator.
+    let steps = text
+        .split("Day Step Status Result By")
+        .nth(1)
+        .unwrap()
+        .split("Audit trail of the record")
+        .next()
+        .unwrap();
+    assert_eq!(steps.matches(&by_admin).count(), 4, "{steps}");
+    assert_eq!(steps.matches("simulator").count(), 2, "{steps}");
+    assert!(!text.contains("Next step"), "closed: no next step: {text}");
+    // The audit trail: the case's 7 entries, each naming the case (a
+    // cell may wrap between the action and the case).
+    assert_eq!(text.matches("everify.").count(), 7, "{text}");
+    assert_eq!(text.matches(&format!("(case {id})")).count(), 7, "{text}");
+    assert_eq!(text.matches("everify.status_changed").count(), 2, "{text}");
+}

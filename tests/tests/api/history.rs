@@ -487,7 +487,15 @@ async fn periods_and_histories_answer_csv_as_every_list() {
     let rows = parse_csv(&text);
     assert_eq!(
         rows[0],
-        ["at", "action", "actor", "requestId", "fields", "legalHold"],
+        [
+            "at",
+            "action",
+            "actor",
+            "requestId",
+            "fields",
+            "legalHold",
+            "everifyCaseId"
+        ],
         "the JSON member names, in their order"
     );
     assert_eq!(
@@ -531,7 +539,15 @@ async fn periods_and_histories_answer_csv_as_every_list() {
     let rows = parse_csv(&text);
     assert_eq!(
         rows[0],
-        ["at", "action", "actor", "requestId", "fields", "legalHold"]
+        [
+            "at",
+            "action",
+            "actor",
+            "requestId",
+            "fields",
+            "legalHold",
+            "everifyCaseId"
+        ]
     );
     assert_eq!(json["total"], audit_rows(&app, "i9", old_i9).await);
     assert_eq!(rows.len() as i64 - 1, json["total"].as_i64().unwrap());

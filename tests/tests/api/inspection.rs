@@ -54,7 +54,7 @@ async fn executed_i9(app: &TestApp, first: &str, last: &str, ssn: &str) -> (i64,
 }
 
 /// The text of `pdf`, by `pdftotext` (pages end with a form feed).
-fn pdf_text(pdf: &[u8]) -> String {
+pub(crate) fn pdf_text(pdf: &[u8]) -> String {
     let dir = std::env::temp_dir().join(format!("i9-pdf-{}", uuid::Uuid::new_v4()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("i9.pdf");
