@@ -171,6 +171,7 @@ pub enum Scenario {
     TncContinuance,
     Resubmit,
     Incomplete,
+    Duplicate,
     Unavailable,
 }
 
@@ -189,6 +190,7 @@ impl Scenario {
             "TNC-CONTINUANCE" => Self::TncContinuance,
             "RESUBMIT" => Self::Resubmit,
             "INCOMPLETE" => Self::Incomplete,
+            "DUPLICATE" => Self::Duplicate,
             "UNAVAILABLE" => Self::Unavailable,
             _ => Self::Authorized,
         }
@@ -207,6 +209,7 @@ impl Scenario {
             }
             Self::Resubmit => (R::Resubmit, None),
             Self::Incomplete => (R::CaseIncomplete, None),
+            Self::Duplicate => (R::DuplicateCase, None),
         }
     }
 
@@ -328,10 +331,16 @@ impl VerificationProgram for Simulator {
         _case_number: &str,
         _reason: DuplicateReason,
     ) -> Result<Option<ProgramUpdate>, ProgramError> {
+        // The employer said why the case goes on: the duplicate scenario is
+        // then verified; any other name takes its own scenario.
+        let answer = match Scenario::of(&case.last_name) {
+            Scenario::Duplicate => (CaseResult::EmploymentAuthorized, None),
+            scenario => scenario.initial(),
+        };
         Ok(Some(Self::update(
             case.case_id,
             CaseStatus::Pending,
-            Scenario::of(&case.last_name).initial(),
+            answer,
         )))
     }
 
@@ -409,6 +418,11 @@ mod tests {
     fn the_last_name_chooses_the_scenario() {
         assert_eq!(Scenario::of(" tnc-dhs "), Scenario::TncDhs);
         assert_eq!(Scenario::of("Diaz"), Scenario::Authorized);
+        assert_eq!(Scenario::of("Duplicate"), Scenario::Duplicate);
+        assert_eq!(
+            Scenario::Duplicate.initial(),
+            (CaseResult::DuplicateCase, None)
+        );
         assert_eq!(simulated_case_number(88), "SIM000000000088");
         assert_eq!(simulated_case_number(88).len(), 15);
         assert_eq!(

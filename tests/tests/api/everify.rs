@@ -665,6 +665,72 @@ async fn resubmit_closes_the_case_and_the_new_one_is_authorized() {
     }
 }
 
+/// `DUPLICATE`: a Duplicate Case alert, which blocks a new I-9 like any
+/// unresolved case; `continue-duplicate` needs its reason (and the text of
+/// `OTHER`), then the case goes on and is verified.
+#[tokio::test]
+async fn duplicate_continued_with_a_reason_then_authorized() {
+    let (c, id) = open_case("DUPLICATE").await;
+    let rec = c.wait_for(id, "Duplicate Case").await;
+    assert_eq!(rec["nextStep"], "Continue with a reason or close the case");
+    assert_eq!(rec["nextStepDueDate"], Value::Null);
+    c.blocked(id).await;
+    c.refused(id, "notify").await;
+    c.refused(id, "confirm-details").await;
+    let (status, problem) = c.step(id, "continue-duplicate", Some(json!({}))).await;
+    assert_eq!(status, 422, "{problem}");
+    assert_eq!(problem["errors"][0]["field"], "reason");
+    let (status, problem) = c
+        .step(id, "continue-duplicate", Some(json!({"reason": "OTHER"})))
+        .await;
+    assert_eq!(status, 422, "{problem}");
+    assert_eq!(problem["errors"][0]["field"], "reasonOther");
+    assert_eq!(
+        c.get(id).await["status"],
+        "Duplicate Case",
+        "nothing written"
+    );
+    let rec = c
+        .ok(id, "continue-duplicate", Some(json!({"reason": "REHIRE"})))
+        .await;
+    assert_eq!(rec["status"], "Pending");
+    assert_eq!(rec["duplicateReason"], "REHIRE");
+    let rec = c.wait_for(id, "Closed").await;
+    assert_eq!(rec["result"], "Employment Authorized");
+    c.events(&[
+        ("case_opened", "Pending"),
+        ("status_changed", "Duplicate Case"),
+        ("status_changed", "Pending"),
+        ("status_changed", "Closed"),
+    ])
+    .await;
+}
+
+/// A Duplicate Case created in error is closed as one (`DUPLICATE_CASE`):
+/// the employee is then free of it.
+#[tokio::test]
+async fn duplicate_closed_as_a_duplicate() {
+    let (c, id) = open_case("DUPLICATE").await;
+    c.wait_for(id, "Duplicate Case").await;
+    let rec = c
+        .ok(
+            id,
+            "close",
+            Some(json!({"closureReason": "DUPLICATE_CASE"})),
+        )
+        .await;
+    assert_eq!(rec["status"], "Closed");
+    assert_eq!(rec["result"], "Duplicate Case");
+    assert_eq!(rec["employedAtClosure"], Value::Null);
+    c.events(&[
+        ("case_opened", "Pending"),
+        ("status_changed", "Duplicate Case"),
+        ("status_changed", "Closed"),
+    ])
+    .await;
+    c.unblocked().await;
+}
+
 #[tokio::test]
 async fn incomplete_then_confirmed_and_authorized() {
     let (c, id) = open_case("INCOMPLETE").await;
