@@ -372,7 +372,7 @@ fn still_employed(candidate: &str, id: i64, on_supplement_b: bool) -> String {
     let how = if on_supplement_b {
         "on Supplement B of its latest I-9"
     } else {
-        "with a new I-9"
+        "with a new I-9 (once no E-Verify case of it is unresolved: docs/everify.md)"
     };
     format!(
         "Candidate {candidate} is employee {id}, who is still employed. A push creates a new \
