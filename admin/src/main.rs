@@ -101,8 +101,9 @@ enum Command {
     /// employees of a legal entity still under retention (not purged), one
     /// PDF each (every section, Supplements A and B, the E-Verify cases and
     /// the audit trail; the SSN masked to its last four digits), and
-    /// index.csv listing them. Prints the counts and the time taken; audited
-    /// as `inspection.exported`. Reads no keys.
+    /// index.csv listing them, readable by you alone (the directory 0700, the
+    /// files 0600). Prints the counts and the time taken; audited as
+    /// `inspection.exported`. Reads no keys.
     Inspection {
         /// The legal entity's id (`GET /v1/eins`).
         #[arg(long, value_name = "N")]

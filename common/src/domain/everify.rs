@@ -347,7 +347,14 @@ impl CaseState {
                 after(self.referred_on, REFERRAL_CONTACT_DAYS),
             ),
             CaseStatus::Continuance => (
-                format!("{agency} decides; after the due date, contact E-Verify"),
+                format!(
+                    "{agency} {}; after the due date, contact E-Verify",
+                    if self.agency == Some(Agency::Both) {
+                        "decide"
+                    } else {
+                        "decides"
+                    }
+                ),
                 after(self.continuance_on, CONTINUANCE_DAYS),
             ),
             CaseStatus::Resubmit => ("Close and create a new case".into(), None),
@@ -637,6 +644,39 @@ mod tests {
             ("2026-11-02T05:00:00Z", "2026-11-02"),
         ] {
             assert_eq!(eastern_date(at(instant)), d(day), "{instant}");
+        }
+    }
+
+    /// The agency's decision reads as English for one agency and for both
+    /// (the HR re-trial: "SSA and DHS decides").
+    #[test]
+    fn a_continuance_names_who_decides() {
+        for (agency, text) in [
+            (
+                Agency::Ssa,
+                "SSA decides; after the due date, contact E-Verify",
+            ),
+            (
+                Agency::Both,
+                "SSA and DHS decide; after the due date, contact E-Verify",
+            ),
+        ] {
+            let tnc = apply(
+                &CaseState::pending(),
+                answer(CaseResult::Tnc, Some(agency)),
+                d("2026-11-02"),
+            )
+            .unwrap();
+            let notified = apply(&tnc, Change::Notify, d("2026-11-03")).unwrap();
+            let referred = apply(&notified, Change::Refer, d("2026-11-03")).unwrap();
+            let held = apply(
+                &referred,
+                answer(CaseResult::Continuance, None),
+                d("2026-11-04"),
+            )
+            .unwrap();
+            assert_eq!(held.status, CaseStatus::Continuance);
+            assert_eq!(held.next_step().0.as_deref(), Some(text));
         }
     }
 

@@ -155,9 +155,13 @@ mod tests {
             mail.subject,
             "Form I-9 reverification due December 9, 2026: EAD revoked: Zoë <b>O'Neil</b>"
         );
+        assert!(mail
+            .text
+            .contains("POST https://i9.example/v1/i9s/9/reverify records the reverification"),);
         assert!(
-            mail.text
-                .contains("POST https://i9.example/v1/i9s/9/reverify records the reverification"),
+            mail.text.contains(
+                "POST https://i9.example/v1/i9s/9/complete first, if the I-9 is not Completed"
+            ) && mail.html.contains("/v1/i9s/9/complete</code> first"),
             "{}",
             mail.text
         );
