@@ -266,16 +266,32 @@ pub async fn open(
             i9.status.as_str()
         )));
     }
-    let open: Option<i64> = sqlx::query_scalar(
-        "SELECT id FROM everify_cases WHERE i9_id = $1 AND status <> 'Closed' ORDER BY id LIMIT 1",
+    // One open case per person: an SSN belongs to one employee record (and
+    // that to one legal entity), so the employee's open case on another I-9
+    // is the program's open case of the same SSN (docs/everify.md,
+    // "Duplicate cases").
+    let open: Option<(i64, i64)> = sqlx::query_as(
+        "SELECT id, i9_id FROM everify_cases
+         WHERE (i9_id = $1 OR employee_id = $2) AND status <> 'Closed' ORDER BY id LIMIT 1",
     )
     .bind(i9_id)
+    .bind(i9.employee_id)
     .fetch_optional(&mut *conn)
     .await?;
-    if let Some(open) = open {
-        return Err(WriteError::Conflict(format!(
-            "The I-9 has an open E-Verify case already: /v1/everify-cases/{open}."
-        )));
+    match open {
+        Some((open, of)) if of == i9_id => {
+            return Err(WriteError::Conflict(format!(
+                "The I-9 has an open E-Verify case already: /v1/everify-cases/{open}."
+            )))
+        }
+        Some((open, of)) => {
+            return Err(WriteError::Conflict(format!(
+                "The employee has an open E-Verify case already, on I-9 {of}: \
+                 /v1/everify-cases/{open}. E-Verify takes one open case per person: close it \
+                 (or take it to its end) first."
+            )))
+        }
+        None => {}
     }
     let verified: Option<i64> = sqlx::query_scalar(
         "SELECT id FROM everify_cases WHERE i9_id = $1 AND result = 'Employment Authorized' LIMIT 1",

@@ -837,6 +837,55 @@ async fn a_step_that_does_not_fit_the_status_is_409() {
     );
 }
 
+/// One open case per person: an employee whose case on one I-9 is open gets
+/// a 409 naming it when a case is opened on another of its I-9s, and
+/// nothing is written; once that case is closed, the other opens.
+#[tokio::test]
+async fn one_open_case_per_employee() {
+    let (c, first) = open_case("TNC-DHS").await;
+    c.wait_for(first, "Tentative Nonconfirmation").await;
+    let second_i9 = c.app.insert_i9(c.employee, "Completed").await;
+    let cases = || {
+        c.app.count(
+            "SELECT count(*) FROM everify_cases WHERE employee_id = $1",
+            c.employee,
+        )
+    };
+    let r = c
+        .app
+        .post_json(
+            &format!("/v1/i9s/{second_i9}/everify"),
+            &c.token,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(r.status(), 409);
+    let p: Value = r.json().await.unwrap();
+    let detail = p["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(&format!("on I-9 {}", c.i9))
+            && detail.contains(&format!("/v1/everify-cases/{first}")),
+        "{p}"
+    );
+    assert_eq!(cases().await, 1, "nothing written");
+    c.ok(
+        first,
+        "close",
+        Some(json!({"closureReason": "INCORRECT_DATA"})),
+    )
+    .await;
+    let r = c
+        .app
+        .post_json(
+            &format!("/v1/i9s/{second_i9}/everify"),
+            &c.token,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(r.status(), 202);
+    assert_eq!(cases().await, 2);
+}
+
 #[tokio::test]
 async fn the_opening_rules_and_the_late_reason() {
     let (app, _receiver) = stack(true).await;
