@@ -906,25 +906,46 @@ pub async fn latest_of_i9(conn: &mut PgConnection, i9: i64) -> Result<Option<Lat
     .await
 }
 
-/// The latest case of employee `employee`, and whether any of its cases is unresolved.
+/// The latest case of an employee, with whether any of its cases is unresolved.
+#[derive(sqlx::FromRow)]
+struct LatestOfEmployee {
+    id: Option<i64>,
+    case_number: Option<String>,
+    status: Option<CaseStatus>,
+    result: Option<CaseResult>,
+    next_step: Option<String>,
+    next_step_due_on: Option<NaiveDate>,
+    unresolved: bool,
+}
+
+/// The latest case of employee `employee`, and whether any of its cases is
+/// unresolved: one round trip (the employee read is the hottest path).
 pub async fn latest_of_employee(
     conn: &mut PgConnection,
     employee: i64,
 ) -> Result<(Option<Latest>, bool), sqlx::Error> {
-    let latest: Option<Latest> = sqlx::query_as(
-        "SELECT id, case_number, status, result, next_step, next_step_due_on FROM everify_cases
-         WHERE employee_id = $1 ORDER BY id DESC LIMIT 1",
-    )
-    .bind(employee)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let unresolved: bool = sqlx::query_scalar(
-        "SELECT EXISTS (SELECT 1 FROM everify_cases WHERE employee_id = $1 AND status <> 'Closed')",
+    let row: LatestOfEmployee = sqlx::query_as(
+        "SELECT l.id, l.case_number, l.status, l.result, l.next_step, l.next_step_due_on,
+                EXISTS (SELECT 1 FROM everify_cases WHERE employee_id = $1 AND status <> 'Closed')
+                  AS unresolved
+         FROM (SELECT 1) one
+         LEFT JOIN LATERAL (
+           SELECT id, case_number, status, result, next_step, next_step_due_on FROM everify_cases
+           WHERE employee_id = $1 ORDER BY id DESC LIMIT 1
+         ) l ON TRUE",
     )
     .bind(employee)
     .fetch_one(conn)
     .await?;
-    Ok((latest, unresolved))
+    let latest = row.id.zip(row.status).map(|(id, status)| Latest {
+        id,
+        case_number: row.case_number,
+        status,
+        result: row.result,
+        next_step: row.next_step,
+        next_step_due_on: row.next_step_due_on,
+    });
+    Ok((latest, row.unresolved))
 }
 
 /// The legal entities with cases the program may still change: the poll's accounts.
