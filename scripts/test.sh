@@ -49,6 +49,10 @@ cargo test --workspace --locked "$@"
 # output go under I9_TEST_LOG_DIR too. Skipped by a filtered run as well.
 [ "$#" -eq 0 ] && scripts/partner-example.sh
 
+# The Kubernetes files (scripts/deploy-check.sh): valid, and every job kind
+# served. Skipped by a filtered run too.
+[ "$#" -eq 0 ] && scripts/deploy-check.sh
+
 # A filtered run (arguments given) may log nothing; the whole run must.
 require=()
 [ "$#" -eq 0 ] && require=(--require-lines)
