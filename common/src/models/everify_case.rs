@@ -267,14 +267,13 @@ pub async fn open(
         )));
     }
     // One open case per person: an SSN belongs to one employee record (and
-    // that to one legal entity), so the employee's open case on another I-9
-    // is the program's open case of the same SSN (docs/everify.md,
-    // "Duplicate cases").
+    // that to one legal entity), so the employee's open case, on this I-9 or
+    // another, is the program's open case of the same SSN (docs/everify.md,
+    // "Duplicate cases"). A case's employee is its I-9's.
     let open: Option<(i64, i64)> = sqlx::query_as(
         "SELECT id, i9_id FROM everify_cases
-         WHERE (i9_id = $1 OR employee_id = $2) AND status <> 'Closed' ORDER BY id LIMIT 1",
+         WHERE employee_id = $1 AND status <> 'Closed' ORDER BY id LIMIT 1",
     )
-    .bind(i9_id)
     .bind(i9.employee_id)
     .fetch_optional(&mut *conn)
     .await?;
