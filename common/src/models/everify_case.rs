@@ -244,6 +244,16 @@ pub async fn open(
                 .into(),
         ));
     };
+    // One open case per person (below) holds for two openings at once on two
+    // I-9s of the same employee only if they queue: the employee's row is
+    // their lock, taken before the I-9's as the employee writes take it
+    // (`employee::lock`), so no two transactions wait on each other.
+    sqlx::query(
+        "SELECT 1 FROM employees WHERE id = (SELECT employee_id FROM i9s WHERE id = $1) FOR UPDATE",
+    )
+    .bind(i9_id)
+    .execute(&mut *conn)
+    .await?;
     let i9: I9Row = sqlx::query_as(
         "SELECT i.status, i.employee_id, i.start_date, le.id AS legal_entity_id, le.entity_name,
                 le.everify_id, le.everify_effective_date, le.everify_status, le.active,

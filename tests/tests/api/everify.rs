@@ -886,6 +886,38 @@ async fn one_open_case_per_employee() {
     assert_eq!(cases().await, 2);
 }
 
+/// Two openings at the same moment on two I-9s of one employee (the HR
+/// trial: a double click, or two HR users, opened two cases in 3 of 5
+/// rounds): exactly one is opened, the other is a 409, every round.
+#[tokio::test]
+async fn two_openings_at_once_for_one_employee_open_one_case() {
+    let (app, _receiver) = stack(false).await;
+    let token = app.token(ADMIN).await;
+    for round in 0..5 {
+        let (employee, first) = employee(&app, "TNC-DHS", "Completed").await;
+        let second = app.insert_i9(employee, "Completed").await;
+        let body = json!({});
+        let (p1, p2) = (
+            format!("/v1/i9s/{first}/everify"),
+            format!("/v1/i9s/{second}/everify"),
+        );
+        let (a, b) = tokio::join!(
+            app.post_json(&p1, &token, &body),
+            app.post_json(&p2, &token, &body)
+        );
+        let mut statuses = [a.status().as_u16(), b.status().as_u16()];
+        statuses.sort_unstable();
+        assert_eq!(statuses, [202, 409], "round {round}");
+        let cases = app
+            .count(
+                "SELECT count(*) FROM everify_cases WHERE employee_id = $1 AND status <> 'Closed'",
+                employee,
+            )
+            .await;
+        assert_eq!(cases, 1, "round {round}: one open case");
+    }
+}
+
 #[tokio::test]
 async fn the_opening_rules_and_the_late_reason() {
     let (app, _receiver) = stack(true).await;
