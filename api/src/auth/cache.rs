@@ -7,7 +7,7 @@
 //! Revocation stays prompt: a trigger (`notify_auth_change`) sends
 //! `NOTIFY i9_auth` whenever a sign-in is revoked, a user retired or changed,
 //! a client deactivated, a role's permissions or a token's expiry changed,
-//! and every API process drops its whole cache on it. Revocations made by
+//! a user's groups or the group tree changed, and every API process drops its whole cache on it. Revocations made by
 //! this process clear its cache synchronously too. The time-to-live bounds
 //! staleness should a notification be lost (the listener also clears the
 //! cache whenever it reconnects). Entries never outlive their token.
@@ -58,6 +58,8 @@ pub struct AuthCache {
 struct Inner {
     entries: Mutex<HashMap<Vec<u8>, Entry>>,
     clients: Mutex<HashMap<[u8; 32], (VerifiedClient, Instant)>>,
+    /// A user's visible groups, by user id.
+    groups: Mutex<HashMap<i64, (Arc<[i64]>, Instant)>>,
     /// Bumped by every clear, so a lookup that raced a revocation is not stored.
     generation: AtomicU64,
     ttl: Duration,
@@ -70,6 +72,7 @@ impl AuthCache {
             inner: Arc::new(Inner {
                 entries: Mutex::new(HashMap::new()),
                 clients: Mutex::new(HashMap::new()),
+                groups: Mutex::new(HashMap::new()),
                 generation: AtomicU64::new(0),
                 ttl,
             }),
@@ -143,12 +146,44 @@ impl AuthCache {
         }
     }
 
+    /// The visible groups of user `user_id`, looked up within the time-to-live.
+    pub fn groups(&self, user_id: i64) -> Option<Arc<[i64]>> {
+        if self.inner.ttl.is_zero() {
+            return None;
+        }
+        let groups = self.inner.groups.lock().ok()?;
+        let (ids, stored) = groups.get(&user_id)?;
+        (stored.elapsed() < self.inner.ttl).then(|| ids.clone())
+    }
+
+    /// Store a user's visible groups looked up when the cache was at
+    /// `generation`, unless it has been cleared since (groups changed meanwhile).
+    pub fn put_groups(&self, user_id: i64, ids: Arc<[i64]>, generation: u64) {
+        if self.inner.ttl.is_zero() {
+            return;
+        }
+        if let (Ok(_entries), Ok(mut groups)) =
+            (self.inner.entries.lock(), self.inner.groups.lock())
+        {
+            if self.generation() != generation {
+                return;
+            }
+            if groups.len() >= MAX_ENTRIES {
+                groups.clear();
+            }
+            groups.insert(user_id, (ids, Instant::now()));
+        }
+    }
+
     pub fn clear(&self) {
         if let Ok(mut entries) = self.inner.entries.lock() {
             self.inner.generation.fetch_add(1, Ordering::SeqCst);
             entries.clear();
             if let Ok(mut clients) = self.inner.clients.lock() {
                 clients.clear();
+            }
+            if let Ok(mut groups) = self.inner.groups.lock() {
+                groups.clear();
             }
         }
     }
@@ -248,6 +283,24 @@ mod tests {
         let off = AuthCache::new(Duration::ZERO);
         off.put_client([1; 32], client, off.generation());
         assert_eq!(off.client(&[1; 32]), None);
+    }
+
+    #[test]
+    fn visible_groups_are_served_until_cleared_and_not_after_a_raced_clear() {
+        let c = AuthCache::new(Duration::from_secs(60));
+        let ids: Arc<[i64]> = Arc::from(vec![3, 4]);
+        c.put_groups(1, ids.clone(), c.generation());
+        assert_eq!(c.groups(1).as_deref(), Some(&[3, 4][..]));
+        assert_eq!(c.groups(2), None);
+        c.clear(); // a user's groups or the group tree changed
+        assert_eq!(c.groups(1), None);
+        let g = c.generation();
+        c.clear();
+        c.put_groups(1, ids.clone(), g);
+        assert_eq!(c.groups(1), None);
+        let off = AuthCache::new(Duration::ZERO);
+        off.put_groups(1, ids, off.generation());
+        assert_eq!(off.groups(1), None);
     }
 
     #[test]

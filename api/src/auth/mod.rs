@@ -10,7 +10,6 @@ use i9_common::{
     crypto::token_hash,
     domain::{Permission, Scope, Scopes},
 };
-use sqlx::PgPool;
 
 use crate::{error::ApiError, state::AppState};
 
@@ -99,8 +98,9 @@ impl Caller {
     }
 
     /// Which employees (and I-9s) the caller sees, and in which groups it may
-    /// place employees.
-    pub async fn visibility(&self, pool: &PgPool) -> Result<Visibility, ApiError> {
+    /// place employees. The user's visible groups are cached beside its token
+    /// ([`cache::AuthCache::groups`]), dropped whenever groups change.
+    pub async fn visibility(&self, state: &AppState) -> Result<Visibility, ApiError> {
         let client = self.partner.then_some(self.client_id);
         if self.has(Permission::AllGroups) {
             return Ok(Visibility {
@@ -108,7 +108,14 @@ impl Caller {
                 client,
             });
         }
-        let ids = sqlx::query_scalar!(
+        if let Some(ids) = state.auth_cache.groups(self.user_id) {
+            return Ok(Visibility {
+                groups: Groups::Only(ids),
+                client,
+            });
+        }
+        let generation = state.auth_cache.generation();
+        let ids: std::sync::Arc<[i64]> = sqlx::query_scalar!(
             r#"WITH RECURSIVE visible AS (
                  SELECT group_id AS id FROM user_groups WHERE user_id = $1
                  UNION
@@ -117,8 +124,12 @@ impl Caller {
              SELECT id AS "id!" FROM visible"#,
             self.user_id,
         )
-        .fetch_all(pool)
-        .await?;
+        .fetch_all(&state.pool)
+        .await?
+        .into();
+        state
+            .auth_cache
+            .put_groups(self.user_id, ids.clone(), generation);
         Ok(Visibility {
             groups: Groups::Only(ids),
             client,
@@ -141,7 +152,7 @@ pub struct Visibility {
 #[derive(Debug, Clone)]
 enum Groups {
     All,
-    Only(Vec<i64>),
+    Only(std::sync::Arc<[i64]>),
 }
 
 impl Visibility {
@@ -166,7 +177,7 @@ impl Visibility {
     pub fn as_params(&self) -> (Option<Vec<i64>>, Option<i64>) {
         let groups = match &self.groups {
             Groups::All => None,
-            Groups::Only(ids) => Some(ids.clone()),
+            Groups::Only(ids) => Some(ids.to_vec()),
         };
         (groups, self.client)
     }
@@ -192,7 +203,7 @@ impl Visibility {
             Groups::All => qb.push("TRUE"),
             Groups::Only(ids) => qb
                 .push(format_args!("{column} = ANY("))
-                .push_bind(ids.clone())
+                .push_bind(ids.to_vec())
                 .push(")"),
         };
     }

@@ -663,7 +663,7 @@ pub async fn list(
     // `overdue` counts on E-Verify's day (docs/everify.md, "Which day (7)").
     let today = state.config.everify_today();
     let q = ListQuery::parse_as(raw.as_deref(), FILTERS, format)?.on(today);
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(&state).await?;
     let computed = move |name: &str, v: bool, qb: &mut QueryBuilder<'_, Postgres>| match name {
         "unresolved" => {
             qb.push(if v {

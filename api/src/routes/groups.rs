@@ -194,7 +194,7 @@ pub async fn list(
 ) -> ApiResult<Response> {
     caller.require(Scope::Read, Permission::ViewGroups)?;
     let q = ListQuery::parse_as(raw.as_deref(), FILTERS, format)?;
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(&state).await?;
     let hash = |s: &_| state.cipher.ssn_search_hashes(s);
     let managed = |_: &str, want: bool, qb: &mut QueryBuilder<'_, sqlx::Postgres>| {
         qb.push(" AND (");
@@ -289,7 +289,7 @@ pub async fn users(
         return Err(ApiError::NotFound);
     }
     // An employee's own sign-in is listed only to a caller who sees the employee.
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(&state).await?;
     let members = |select: &str| {
         let mut qb = QueryBuilder::new(format!(
             "SELECT {select} FROM users u JOIN user_groups m ON m.user_id = u.id

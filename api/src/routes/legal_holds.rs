@@ -201,7 +201,7 @@ pub async fn hold_employee(
     let id = id.get()?;
     let reason = body.check(NewLegalHold::check)?;
     employees::check_visible(&state, &caller, id).await?;
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(&state).await?;
     set(&state, &caller, &visibility, HoldOn::Employee(id), reason).await
 }
 
@@ -229,7 +229,7 @@ pub async fn hold_legal_entity(
     caller.require(Scope::Write, Permission::ViewLegalEntities)?;
     let id = id.get()?;
     let reason = body.check(NewLegalHold::check)?;
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(&state).await?;
     check_entity_write(&state, &visibility, id, "set").await?;
     set(
         &state,
@@ -284,7 +284,7 @@ async fn check_entity_write(
 )]
 pub async fn list(State(state): State<AppState>, caller: Caller) -> ApiResult<Json<LegalHolds>> {
     caller.require(Scope::Read, Permission::ApproveI9s)?;
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(&state).await?;
     let (groups, client) = visibility.as_params();
     let rows = sqlx::query!(
         r#"SELECT h.id, h.employee_id, h.legal_entity_id, h.reason, h.set_by, h.set_at,
@@ -406,7 +406,7 @@ async fn check_readable(state: &AppState, caller: &Caller, hold: &Hold) -> ApiRe
     } else if !caller.has(Permission::ViewLegalEntities) {
         return Err(ApiError::NotFound);
     }
-    caller.visibility(&state.pool).await
+    caller.visibility(&state).await
 }
 
 /// The 410 of a purged record (`what`: `I-9` or `employee`): when it was

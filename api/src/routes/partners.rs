@@ -138,7 +138,7 @@ pub async fn locations(
         ));
     }
     let q = ListQuery::parse_as(raw.as_deref(), LOCATION_FILTERS, format)?;
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(&state).await?;
     let (rows, total) = q
         .fetch_page::<LocationRow>(
             &state.pool,
@@ -202,7 +202,7 @@ pub async fn section1(
     })
     .await?;
     let candidate = hire.candidate.as_str();
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(&state).await?;
 
     let mut tx = state.pool.begin().await?;
     if let Some(key) = &key {

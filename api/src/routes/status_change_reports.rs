@@ -66,7 +66,7 @@ pub async fn import(
     caller.require(Scope::Write, Permission::ApproveI9s)?;
     caller.require(Scope::Write, Permission::ViewLegalEntities)?;
     let id = id.get()?;
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(&state).await?;
     if !visibility.sees_all() {
         let exists = sqlx::query_scalar!(
             r#"SELECT EXISTS (SELECT 1 FROM legal_entities WHERE id = $1) AS "exists!""#,

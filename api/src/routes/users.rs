@@ -224,7 +224,7 @@ pub async fn list(
 ) -> ApiResult<Response> {
     caller.require(Scope::Read, Permission::ViewUsers)?;
     let q = ListQuery::parse_as(raw.as_deref(), FILTERS, format)?;
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(&state).await?;
     let (rows, total) = q
         .fetch_page::<UserRow>(
             &state.pool,
@@ -267,7 +267,7 @@ pub async fn get_one(
 ) -> ApiResult<Json<UserRecord>> {
     caller.require(Scope::Read, Permission::ViewUsers)?;
     let id = id.get()?;
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(&state).await?;
     let mut q = sqlx::QueryBuilder::new(select_users());
     q.push(" AND u.id = ").push_bind(id);
     Restrict::EmployeeIfAny(&visibility, "e").push(&mut q);

@@ -1,6 +1,9 @@
 //! Bearer authentication on every /v1 route, scopes, permissions and group visibility.
 
-use i9_tests::{ids, spawn_app, TestApp, ADMIN, ATS_BOT, BOSTON_VIEWER, PORTAL, WEST_HR};
+use i9_tests::{
+    eventually, ids, spawn_app, spawn_app_with, TestApp, ADMIN, ATS_BOT, BOSTON_VIEWER, PORTAL,
+    WEST_HR,
+};
 use serde_json::Value;
 
 /// Every GET route of the API, with ids that exist in the example organization.
@@ -158,6 +161,94 @@ async fn users_see_only_employees_of_their_groups_and_below() {
         ids(&app.get_json("/v1/employees", &bot).await),
         vec![maria, james]
     );
+}
+
+/// A user's visible groups are cached beside its token (api/src/auth/cache.rs):
+/// with an hour's cache, a change of the user's groups, or of the group tree,
+/// still shows at once (every API process is told by NOTIFY), both ways.
+#[tokio::test]
+async fn a_change_of_groups_changes_what_a_cached_caller_sees() {
+    let app = spawn_app_with(|c| c.auth_cache_ttl = std::time::Duration::from_secs(3600)).await;
+    let aisha = app.employee_id("EMP-1003").await; // Boston Office (East)
+    let extra = app.insert_employee("Zed", "Zimmer", "Acme", None).await; // the root group
+    let west = app.token(WEST_HR).await;
+    let status = |id: i64| {
+        let (app, west) = (&app, &west);
+        async move {
+            app.get(&format!("/v1/employees/{id}"), west)
+                .await
+                .status()
+                .as_u16()
+        }
+    };
+    let listed = || async { ids(&app.get_json("/v1/employees", &west).await) };
+    assert_eq!(status(aisha).await, 404);
+    let before = listed().await;
+    assert!(!before.contains(&aisha));
+
+    // Added to Boston Office's group: Aisha shows, on the record and the list.
+    let boston = app.group_id("Boston Office").await;
+    let west_hr: i64 = sqlx::query_scalar("SELECT id FROM users WHERE login = $1")
+        .bind(WEST_HR.0)
+        .fetch_one(app.pool())
+        .await
+        .unwrap();
+    sqlx::query("INSERT INTO user_groups (user_id, group_id) VALUES ($1, $2)")
+        .bind(west_hr)
+        .bind(boston)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    eventually("the added group shows", || async {
+        status(aisha).await == 200
+    })
+    .await;
+    assert!(listed().await.contains(&aisha));
+
+    // Taken out again: hidden again.
+    sqlx::query("DELETE FROM user_groups WHERE user_id = $1 AND group_id = $2")
+        .bind(west_hr)
+        .bind(boston)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    eventually("the removed group hides", || async {
+        status(aisha).await == 404
+    })
+    .await;
+    assert_eq!(listed().await, before);
+
+    // The tree moves: a new group below West holds an employee the user
+    // sees; moved under East, it is hidden.
+    let west_group = app.group_id("West Region").await;
+    let east_group = app.group_id("East Region").await;
+    let moved: i64 = sqlx::query_scalar(
+        "INSERT INTO groups (name, parent_id) VALUES ('Moved Site', $1) RETURNING id",
+    )
+    .bind(west_group)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    sqlx::query("UPDATE employees SET location_id = $1 WHERE id = $2")
+        .bind(moved)
+        .bind(extra)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    eventually("a new group below the user's shows", || async {
+        status(extra).await == 200
+    })
+    .await;
+    sqlx::query("UPDATE groups SET parent_id = $1 WHERE id = $2")
+        .bind(east_group)
+        .bind(moved)
+        .execute(app.pool())
+        .await
+        .unwrap();
+    eventually("a group moved away hides", || async {
+        status(extra).await == 404
+    })
+    .await;
 }
 
 #[tokio::test]

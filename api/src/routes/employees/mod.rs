@@ -12,8 +12,9 @@ use axum::{
 use chrono::NaiveDate;
 use i9_common::{
     crypto::Purpose,
+    domain::everify::{CaseResult, CaseStatus},
     domain::{EmployeeI9Status, I9Status, Permission, Scope, Step},
-    models::retention,
+    models::{everify_case, retention},
 };
 use serde::Serialize;
 use sqlx::FromRow;
@@ -182,7 +183,7 @@ pub async fn list(
             "Filtering by socialSecurityNumber needs permission 12 (see full social security numbers).".into(),
         ));
     }
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(&state).await?;
     let columns =
         "e.id, li.status AS latest_i9_status, li.i9_expiration, e.first_name, e.last_name,
          e.profile_id, e.ssn_ciphertext, e.ssn_last4";
@@ -335,6 +336,10 @@ pub struct EmployeeRecord {
     /// The partner client the employee was created through.
     #[serde(skip)]
     pub integration_client_id: Option<i64>,
+    /// When the employee was purged with its I-9s, if it was (`fetch`).
+    #[serde(skip)]
+    #[sqlx(skip)]
+    pub destruction: Option<retention::Destruction>,
 }
 
 /// An employee as `fetch` reads it, before what is derived.
@@ -392,11 +397,47 @@ struct EmployeeRow {
     latest_i9_status: Option<I9Status>,
     i9_expiration: Option<NaiveDate>,
     latest_i9_id: Option<i64>,
+    i9_ids: Vec<i64>,
+    legal_hold: bool,
+    case_id: Option<i64>,
+    case_number: Option<String>,
+    case_status: Option<CaseStatus>,
+    case_result: Option<CaseResult>,
+    case_next_step: Option<String>,
+    case_next_step_due_on: Option<NaiveDate>,
+    unresolved_verification: bool,
+    purged_at: Option<chrono::DateTime<chrono::Utc>>,
+    retention_date: Option<NaiveDate>,
+    rule: Option<String>,
+}
+
+impl EmployeeRow {
+    /// The employee's latest E-Verify case, if it has one.
+    fn everify(&self) -> Option<everify_case::Latest> {
+        Some(everify_case::Latest {
+            id: self.case_id?,
+            case_number: self.case_number.clone(),
+            status: self.case_status?,
+            result: self.case_result,
+            next_step: self.case_next_step.clone(),
+            next_step_due_on: self.case_next_step_due_on,
+        })
+    }
+
+    /// When the employee was purged, if it was.
+    fn destruction(&self) -> Option<retention::Destruction> {
+        Some(retention::Destruction {
+            purged_at: self.purged_at?,
+            retention_date: self.retention_date?,
+            rule: self.rule.clone()?,
+        })
+    }
 }
 
 /// The record with what is derived left empty (`fetch` fills it).
 impl From<EmployeeRow> for EmployeeRecord {
     fn from(r: EmployeeRow) -> Self {
+        let destruction = r.destruction();
         Self {
             id: r.id,
             full_name: r.full_name,
@@ -451,9 +492,10 @@ impl From<EmployeeRow> for EmployeeRecord {
             i9_form_section1_link: None,
             i9_form_section2_link: None,
             links: Vec::new(),
-            legal_hold: false,
+            legal_hold: r.legal_hold,
             everify_case: None,
-            unresolved_verification: false,
+            unresolved_verification: r.unresolved_verification,
+            destruction,
             ssn_ciphertext: r.ssn_ciphertext,
             ssn_last4: r.ssn_last4,
             section2_i9_id: None,
@@ -466,7 +508,7 @@ impl From<EmployeeRow> for EmployeeRecord {
 
 /// Load one employee the caller may see, with its SSN revealed or masked.
 pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<EmployeeRecord> {
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(state).await?;
     let mut conn = state.pool.acquire().await?;
     fetch(&mut conn, state, caller, &visibility, id)
         .await?
@@ -475,7 +517,10 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<Emplo
 
 /// The record as `caller` may see it, read through `conn` (a write's own
 /// transaction, so its response shows what it wrote); `None` when there is
-/// none or the caller cannot see it. Visibility is checked before the SSN is
+/// none or the caller cannot see it. One statement reads the record with
+/// everything it shows (its I-9s, hold, E-Verify case, destruction), and
+/// checks visibility, so the record costs one round trip, and a second only
+/// when a full SSN is disclosed: visibility is checked before the SSN is
 /// decrypted, so only a disclosed number is audited.
 pub async fn fetch(
     conn: &mut sqlx::PgConnection,
@@ -484,8 +529,11 @@ pub async fn fetch(
     visibility: &Visibility,
     id: i64,
 ) -> ApiResult<Option<EmployeeRecord>> {
-    // The latest I-9 is joined as in LATEST_I9 (a macro takes no constant).
-    let rec = sqlx::query_as!(
+    let (groups, client) = visibility.as_params();
+    // The latest I-9 is joined as in LATEST_I9 (a macro takes no constant);
+    // the hold is `employee_held` (migrations/20261125100000_read_folds.sql),
+    // as retention::held reads it; visibility is Visibility::sees.
+    let row = sqlx::query_as!(
         EmployeeRow,
         r#"SELECT e.id, e.last_name || ', ' || e.first_name AS "full_name!", e.first_name, e.last_name,
                   e.middle_name, e.date_of_birth, p.start_date AS "start_date?",
@@ -500,7 +548,16 @@ pub async fn fetch(
                   e.integration_candidate_id, e.integration_service_id, e.integration_report_url,
                   e.employee_return_url, e.ssn_ciphertext, e.ssn_last4, e.integration_client_id,
                   li.status AS "latest_i9_status?: I9Status", li.i9_expiration AS "i9_expiration?",
-                  li.id AS "latest_i9_id?"
+                  li.id AS "latest_i9_id?",
+                  COALESCE((SELECT array_agg(i.id ORDER BY i.id DESC) FROM i9s i WHERE i.employee_id = e.id),
+                           '{}') AS "i9_ids!",
+                  employee_held(e.id, e.legal_entity_id) AS "legal_hold!",
+                  c.id AS "case_id?", c.case_number AS "case_number?",
+                  c.status AS "case_status?: CaseStatus", c.result AS "case_result?: CaseResult",
+                  c.next_step AS "case_next_step?", c.next_step_due_on AS "case_next_step_due_on?",
+                  EXISTS (SELECT 1 FROM everify_cases u WHERE u.employee_id = e.id AND u.status <> 'Closed')
+                    AS "unresolved_verification!",
+                  d.purged_at AS "purged_at?", d.retention_date AS "retention_date?", d.rule AS "rule?"
            FROM employees e
            LEFT JOIN LATERAL (
                SELECT i.id, i.status, i.i9_expiration FROM i9s i WHERE i.employee_id = e.id ORDER BY i.id DESC LIMIT 1
@@ -509,23 +566,30 @@ pub async fn fetch(
                SELECT start_date, terminated_date FROM employment_periods p
                WHERE p.employee_id = e.id ORDER BY p.id DESC LIMIT 1
            ) p ON TRUE
-           WHERE e.id = $1"#,
+           LEFT JOIN LATERAL (
+               SELECT id, case_number, status, result, next_step, next_step_due_on FROM everify_cases
+               WHERE employee_id = e.id ORDER BY id DESC LIMIT 1
+           ) c ON TRUE
+           LEFT JOIN LATERAL (
+               SELECT d.purged_at, d.retention_date, d.rule FROM i9_destructions d
+               WHERE e.purged_at IS NOT NULL AND d.employee_id = e.id
+               ORDER BY d.purged_at DESC, d.i9_id DESC LIMIT 1
+           ) d ON TRUE
+           WHERE e.id = $1
+             AND ($2::BIGINT[] IS NULL OR e.location_id = ANY($2))
+             AND ($3::BIGINT IS NULL OR e.integration_client_id = $3)"#,
         id,
+        groups.as_deref(),
+        client,
     )
     .fetch_optional(&mut *conn)
     .await?;
-    let Some(mut rec) = rec
-        .filter(|r| visibility.sees(r.location_id, r.integration_client_id))
-        .map(EmployeeRecord::from)
-    else {
+    let Some(mut row) = row else {
         return Ok(None);
     };
-    let i9_ids = sqlx::query_scalar!(
-        "SELECT id FROM i9s WHERE employee_id = $1 ORDER BY id DESC",
-        id,
-    )
-    .fetch_all(&mut *conn)
-    .await?;
+    let i9_ids = std::mem::take(&mut row.i9_ids);
+    let everify = row.everify();
+    let mut rec = EmployeeRecord::from(row);
     rec.social_security_number = reveal_ssn(
         state,
         caller,
@@ -546,11 +610,7 @@ pub async fn fetch(
         .section2_i9_id
         .map(|i9| format!("{}/v1/i9s/{i9}/section2", state.config.public_base_url));
     rec.links = record_links(id, &i9_ids, !caller.partner);
-    rec.legal_hold = retention::held(&mut *conn, id).await?;
-    let (latest, unresolved) =
-        i9_common::models::everify_case::latest_of_employee(&mut *conn, id).await?;
-    rec.everify_case = latest.map(Into::into);
-    rec.unresolved_verification = unresolved;
+    rec.everify_case = everify.map(Into::into);
     Ok(Some(rec))
 }
 
@@ -593,9 +653,9 @@ pub async fn get_one(
 ) -> ApiResult<Json<EmployeeRecord>> {
     caller.require(Scope::Read, Permission::ViewEmployees)?;
     let id = id.get()?;
-    let rec = load(&state, &caller, id).await?;
+    let mut rec = load(&state, &caller, id).await?;
     // An employee purged with its I-9s is gone (docs/retention.md, "The employee").
-    if let Some(d) = retention::employee_destruction(&state.pool, id).await? {
+    if let Some(d) = rec.destruction.take() {
         return Err(super::legal_holds::gone("employee", Some(d)));
     }
     Ok(Json(rec))
@@ -622,7 +682,7 @@ pub async fn check_visible(state: &AppState, caller: &Caller, id: i64) -> ApiRes
     )
     .fetch_optional(&state.pool)
     .await?;
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(&state).await?;
     match owner {
         Some(o) if visibility.sees(o.location_id, o.integration_client_id) => Ok(()),
         _ => Err(ApiError::NotFound),

@@ -77,7 +77,7 @@ pub async fn create(
         }
     })
     .await?;
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(&state).await?;
 
     // A plain create is one statement, atomic on its own; an idempotency key
     // or a sign-in needs a transaction around several.
@@ -203,7 +203,7 @@ async fn replay_create(
     .await?
     .ok_or(ApiError::NotFound)?;
     // Purged since: its Section 1 link went with it (docs/retention.md).
-    if let Some(d) = retention::employee_destruction(&mut *conn, rec.id).await? {
+    if let Some(d) = rec.destruction.take() {
         return Err(super::super::legal_holds::gone("employee", Some(d)));
     }
     if let Some(request) = replay.outcome.section1_request {
@@ -255,7 +255,7 @@ pub async fn update(
         }
     })
     .await?;
-    let visibility = caller.visibility(&state.pool).await?;
+    let visibility = caller.visibility(&state).await?;
     let fields = &change.fields;
 
     let mut tx = state.pool.begin().await?;
