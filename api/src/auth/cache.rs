@@ -50,6 +50,9 @@ pub struct VerifiedClient {
     pub scopes: i9_common::domain::Scopes,
 }
 
+/// A user's visible groups: its own and every group below them.
+pub type VisibleGroups = Arc<[i64]>;
+
 #[derive(Clone)]
 pub struct AuthCache {
     inner: Arc<Inner>,
@@ -59,7 +62,7 @@ struct Inner {
     entries: Mutex<HashMap<Vec<u8>, Entry>>,
     clients: Mutex<HashMap<[u8; 32], (VerifiedClient, Instant)>>,
     /// A user's visible groups, by user id.
-    groups: Mutex<HashMap<i64, (Arc<[i64]>, Instant)>>,
+    groups: Mutex<HashMap<i64, (VisibleGroups, Instant)>>,
     /// Bumped by every clear, so a lookup that raced a revocation is not stored.
     generation: AtomicU64,
     ttl: Duration,

@@ -594,7 +594,7 @@ pub async fn check_visible(state: &AppState, caller: &Caller, id: i64) -> ApiRes
     )
     .fetch_optional(&state.pool)
     .await?;
-    let visibility = caller.visibility(&state).await?;
+    let visibility = caller.visibility(state).await?;
     match owner {
         Some(o) if visibility.sees(o.location_id, o.integration_client_id) => match o.purged_at {
             Some(_) => Err(super::legal_holds::gone(
@@ -615,7 +615,7 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<I9Rec
         .ok_or(ApiError::NotFound)?
         .into();
     if !caller
-        .visibility(&state)
+        .visibility(state)
         .await?
         .sees(rec.location_id, rec.integration_client_id)
     {

@@ -406,7 +406,7 @@ async fn check_readable(state: &AppState, caller: &Caller, hold: &Hold) -> ApiRe
     } else if !caller.has(Permission::ViewLegalEntities) {
         return Err(ApiError::NotFound);
     }
-    caller.visibility(&state).await
+    caller.visibility(state).await
 }
 
 /// The 410 of a purged record (`what`: `I-9` or `employee`): when it was

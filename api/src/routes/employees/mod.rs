@@ -682,7 +682,7 @@ pub async fn check_visible(state: &AppState, caller: &Caller, id: i64) -> ApiRes
     )
     .fetch_optional(&state.pool)
     .await?;
-    let visibility = caller.visibility(&state).await?;
+    let visibility = caller.visibility(state).await?;
     match owner {
         Some(o) if visibility.sees(o.location_id, o.integration_client_id) => Ok(()),
         _ => Err(ApiError::NotFound),
