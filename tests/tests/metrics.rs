@@ -246,23 +246,56 @@ async fn the_outbox_gauges_tell_how_many_jobs_wait_and_for_how_long() {
     .await;
 }
 
+/// The worker's liveness follows its RabbitMQ connection: 503 before it is
+/// up and while it is lost (the network to the broker cut), 200 once the
+/// worker has reconnected.
 #[tokio::test]
-async fn a_worker_without_its_broker_is_not_healthy() {
+async fn the_workers_healthz_follows_its_broker_connection() {
     let _one = ONE_AT_A_TIME.lock().await;
-    let app = i9_tests::spawn_app().await;
-    // A worker whose connection never came up.
-    let base = serve_worker_http(Default::default()).await;
-    let r = app
-        .http
-        .get(format!("{base}/healthz"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 503);
-    assert_eq!(
-        r.json::<serde_json::Value>().await.unwrap()["rabbitmq"],
-        "unavailable"
-    );
+    let app = spawn(
+        Stack {
+            jobs: true,
+            proxy: true,
+            no_worker: true,
+        },
+        |_| {},
+    )
+    .await;
+    let wc = test_worker_config(&app.topology);
+    let health = wc.health.clone();
+    let base = serve_worker_http(health).await;
+    let status = || async {
+        let r = app
+            .http
+            .get(format!("{base}/healthz"))
+            .send()
+            .await
+            .unwrap();
+        let code = r.status().as_u16();
+        let body: serde_json::Value = r.json().await.unwrap();
+        (
+            code,
+            body["rabbitmq"].as_str().unwrap_or_default().to_owned(),
+        )
+    };
+    // No worker has connected yet.
+    assert_eq!(status().await, (503, "unavailable".to_owned()));
+    let _worker = app.start_worker_with(wc, app.stop_signal());
+    eventually("200 once the worker is connected", || async {
+        status().await == (200, "ok".to_owned())
+    })
+    .await;
+    let proxy = app.proxy.as_ref().unwrap();
+    proxy.cut();
+    eventually("503 while the connection is lost", || async {
+        status().await.0 == 503
+    })
+    .await;
+    proxy.restore();
+    eventually("200 again once the worker has reconnected", || async {
+        status().await.0 == 200
+    })
+    .await;
 }
 
 #[tokio::test]
