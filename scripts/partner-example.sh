@@ -77,6 +77,7 @@ port="$(free_port)"
 receiver_port="$(free_port)"
 export DATABASE_URL="${server_url%/*}/$db"
 export BIND_ADDR="127.0.0.1:$port"
+export WORKER_HTTP_ADDR="127.0.0.1:0"  # the worker's /healthz and /metrics: any free port
 export PUBLIC_BASE_URL="http://$BIND_ADDR"
 export ALLOW_PRIVATE_CALLBACKS=true
 export APP_ENV=development

@@ -14,7 +14,7 @@ use axum::{
     middleware::Next,
     response::{IntoResponse, Response},
 };
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::PrometheusHandle;
 use tower_http::{
     classify::{ServerErrorsAsFailures, SharedClassifier},
     trace::{DefaultOnBodyChunk, DefaultOnEos, DefaultOnRequest, DefaultOnResponse, TraceLayer},
@@ -212,18 +212,21 @@ pub fn panic_response(err: Box<dyn Any + Send + 'static>) -> Response {
     r
 }
 
-/// The process-wide Prometheus recorder.
+/// The process-wide Prometheus recorder (`i9_common::metrics`: shared with
+/// the worker, and every latency a histogram), with the API's own metrics
+/// described and listed at zero.
 pub fn metrics_handle() -> PrometheusHandle {
-    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
-    HANDLE
-        .get_or_init(|| {
-            let recorder = PrometheusBuilder::new().build_recorder();
-            let handle = recorder.handle();
-            let _ = metrics::set_global_recorder(recorder);
-            crate::overload::describe();
-            handle
-        })
-        .clone()
+    static DESCRIBED: OnceLock<()> = OnceLock::new();
+    let handle = i9_common::metrics::handle();
+    DESCRIBED.get_or_init(|| {
+        metrics::describe_histogram!(
+            i9_common::metrics::HTTP_REQUEST_DURATION,
+            metrics::Unit::Seconds,
+            "Time to answer a request, by method and route template"
+        );
+        crate::overload::describe();
+    });
+    handle
 }
 
 pub async fn track_metrics(req: Request, next: Next) -> Response {
@@ -238,7 +241,7 @@ pub async fn track_metrics(req: Request, next: Next) -> Response {
     let status = response.status().as_u16().to_string();
     metrics::counter!("http_requests_total", "method" => method.clone(), "path" => path.clone(), "status" => status)
         .increment(1);
-    metrics::histogram!("http_request_duration_seconds", "method" => method, "path" => path)
+    metrics::histogram!(i9_common::metrics::HTTP_REQUEST_DURATION, "method" => method, "path" => path)
         .record(start.elapsed().as_secs_f64());
     response
 }

@@ -170,6 +170,7 @@ pub const VARS: &[Var] = &[
     var("CALLBACK_RETRY_BASE_SECS", Text("5"), Worker, "wait before a callback's first retry"),
     var("CALLBACK_RETRY_CAP_SECS", Text("3600"), Worker, "longest wait between its attempts"),
     var("WORKER_NO_RELAY", Text("false"), Worker, "run no outbox relay in i9-worker (--no-relay)"),
+    var("WORKER_HTTP_ADDR", Text("127.0.0.1:9090"), Worker, "where i9-worker serves /healthz and /metrics (port 0: any free port, logged)"),
     var("PURGE_INTERVAL_SECS", Text("600"), Worker, "how often expired rows are purged"),
     var("RECORDS_PURGE_INTERVAL_SECS", Text("86400"), Worker, "how often I-9s past their retention date are purged"),
     var("RETENTION_IDEMPOTENCY_SECS", Text("86400"), Worker, "Idempotency-Key records kept"),
@@ -465,6 +466,8 @@ pub struct WorkerSettings {
     pub callback_retry: RetryPolicy,
     /// Run no outbox relay in this process (`WORKER_NO_RELAY`, `--no-relay`).
     pub no_relay: bool,
+    /// Where `/healthz` and `/metrics` are served (`WORKER_HTTP_ADDR`).
+    pub http_addr: SocketAddr,
 }
 
 /// What [`read`] gives: the shared configuration, and the settings of the
@@ -1177,6 +1180,16 @@ fn read_with(binary: Binary, source: &dyn Source, with_keys: bool) -> anyhow::Re
         retry: r.retry("JOB", RetryPolicy::JOBS),
         callback_retry: r.retry("CALLBACK", RetryPolicy::CALLBACKS),
         no_relay: r.boolean("WORKER_NO_RELAY"),
+        http_addr: r
+            .get("WORKER_HTTP_ADDR", |n, v| {
+                v.trim().parse::<SocketAddr>().map_err(|_| {
+                    anyhow!(
+                        "{n} must be an IP address and port, e.g. 0.0.0.0:9090 (not a host name), \
+                         not {v:?}"
+                    )
+                })
+            })
+            .unwrap_or_else(|| ([127, 0, 0, 1], 9090).into()),
     };
     if binary == Binary::Worker {
         if let Some(url) = &config.smtp_url {

@@ -17,6 +17,7 @@ pub mod key_check;
 pub mod key_usage;
 pub mod keys;
 pub mod links;
+pub mod metrics;
 pub mod models;
 pub mod outbox;
 pub mod processes;

@@ -199,6 +199,7 @@ struct OutboxRow {
     job_id: Uuid,
     kind: String,
     payload: serde_json::Value,
+    created_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// Publish one batch of unpublished jobs; returns how many were confirmed.
@@ -210,7 +211,7 @@ async fn publish_batch(
     let mut tx = pool.begin().await?;
     let rows = sqlx::query_as!(
         OutboxRow,
-        "SELECT id, job_id, kind, payload FROM job_outbox WHERE published_at IS NULL
+        "SELECT id, job_id, kind, payload, created_at FROM job_outbox WHERE published_at IS NULL
          ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
         config.batch,
     )
@@ -227,13 +228,17 @@ async fn publish_batch(
         job_id,
         kind,
         payload,
+        created_at,
     } in &rows
     {
         let body = serde_json::to_vec(payload)?;
         let props = BasicProperties::default()
             .with_delivery_mode(2)
             .with_content_type("application/json".into())
-            .with_message_id(job_id.to_string().into());
+            .with_message_id(job_id.to_string().into())
+            // When the job was enqueued (seconds), for the worker's
+            // enqueue-to-done latency (docs/operations.md, "Metrics").
+            .with_timestamp(u64::try_from(created_at.timestamp()).unwrap_or_default());
         // A kind no AMQP routing key can carry (over 255 bytes) fails its row
         // here: a `ShortString` from it would panic.
         let Ok(routing_key) = ShortString::try_new(kind.as_str()) else {

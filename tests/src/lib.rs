@@ -312,6 +312,48 @@ pub fn run_worker(
     tokio::spawn(i9_workers::consumer::run(ctx, wc, stop))
 }
 
+/// Serve the worker's `/healthz` and `/metrics` (workers/src/http.rs) on a
+/// free port of this machine, for a worker started with `health`; returns its
+/// base URL. The metrics are this process's (one recorder per process).
+pub async fn serve_worker_http(health: i9_workers::http::WorkerHealth) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind the worker's HTTP endpoint");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(i9_workers::http::serve(
+        listener,
+        health,
+        i9_common::metrics::handle(),
+    ));
+    format!("http://{addr}")
+}
+
+/// The value of the sample `name{labels…}` in a Prometheus text scrape: the
+/// line of that name whose labels include every one of `labels`; None when
+/// there is none, and a panic when several match.
+pub fn sample(scrape: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    let mut found = None;
+    for line in scrape.lines().filter(|l| !l.starts_with('#')) {
+        let (series, value) = match line.rsplit_once(' ') {
+            Some(p) => p,
+            None => continue,
+        };
+        let (metric, label_text) = match series.split_once('{') {
+            Some((m, rest)) => (m, rest.trim_end_matches('}')),
+            None => (series, ""),
+        };
+        if metric != name {
+            continue;
+        }
+        let has = |(k, v): &(&str, &str)| label_text.contains(&format!("{k}=\"{v}\""));
+        if labels.iter().all(has) {
+            assert!(found.is_none(), "several samples of {name}{labels:?}");
+            found = Some(value.parse::<f64>().expect("a number"));
+        }
+    }
+    found
+}
+
 impl Drop for TestApp {
     fn drop(&mut self) {
         let _ = self.stop.send(true);

@@ -32,6 +32,11 @@ pub enum Attempt {
     Failed(String),
 }
 
+/// How [`describe`] begins for a callback without an answer in time.
+pub const TIMED_OUT: &str = "no answer within";
+/// How [`describe`] begins for a callback that found no connection.
+pub const CANNOT_CONNECT: &str = "cannot connect";
+
 /// The time one callback may take, connection included.
 pub const TIMEOUT: Duration = Duration::from_secs(15);
 
@@ -43,9 +48,9 @@ pub const TIMEOUT: Duration = Duration::from_secs(15);
 /// rest of the URL.
 pub fn describe(e: &reqwest::Error, url: &str) -> String {
     let what = if e.is_timeout() {
-        format!("no answer within {} s", TIMEOUT.as_secs())
+        format!("{TIMED_OUT} {} s", TIMEOUT.as_secs())
     } else if e.is_connect() {
-        "cannot connect".to_owned()
+        CANNOT_CONNECT.to_owned()
     } else if e.is_body() || e.is_decode() {
         "the answer could not be read".to_owned()
     } else {

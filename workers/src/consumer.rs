@@ -28,9 +28,12 @@ use lapin::{
 use tokio::sync::watch;
 
 use crate::{
+    http::WorkerHealth,
     jobs::{self, JobError},
+    metrics::{self as worker_metrics},
     Context,
 };
+use i9_common::metrics::JobOutcome;
 
 #[derive(Debug, Clone)]
 pub struct WorkerConfig {
@@ -45,6 +48,10 @@ pub struct WorkerConfig {
     pub io_timeout: Duration,
     /// How often to look for job kinds that no worker consumes.
     pub consumer_check: Duration,
+    /// How often the queues' depths are read into the metrics.
+    pub sample_every: Duration,
+    /// Where `/healthz` reads whether the broker connection is up.
+    pub health: WorkerHealth,
 }
 
 impl WorkerConfig {
@@ -57,6 +64,8 @@ impl WorkerConfig {
             callback_retry: RetryPolicy::CALLBACKS,
             io_timeout: Duration::from_secs(10),
             consumer_check: Duration::from_secs(60),
+            sample_every: crate::metrics::SAMPLE_EVERY,
+            health: WorkerHealth::default(),
         }
     }
 
@@ -87,8 +96,10 @@ pub async fn run(
     config: WorkerConfig,
     mut shutdown: watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
+    worker_metrics::describe(&config.kinds);
     let mut backoff = Duration::from_millis(200);
     loop {
+        worker_metrics::broker_connected(false);
         if *shutdown.borrow() {
             return Ok(());
         }
@@ -118,12 +129,22 @@ pub async fn run(
             }
         };
         backoff = Duration::from_millis(200);
+        config.health.connected(connection.status().clone());
+        worker_metrics::broker_connected(true);
         tracing::info!(kinds = ?config.kinds.iter().map(|k| k.name()).collect::<Vec<_>>(), "worker consuming");
         let watchdog = match connection.create_channel().await {
             Ok(ch) => Some(tokio::spawn(warn_unconsumed(
                 ch,
                 config.topology.clone(),
                 config.consumer_check,
+            ))),
+            Err(_) => None,
+        };
+        let sampler = match connection.create_channel().await {
+            Ok(ch) => Some(tokio::spawn(worker_metrics::sample_queues(
+                ch,
+                config.topology.clone(),
+                config.sample_every,
             ))),
             Err(_) => None,
         };
@@ -144,9 +165,10 @@ pub async fn run(
                 let _ = connection.close(320, "reconnecting".into()).await;
             }
         }
-        if let Some(w) = watchdog {
-            w.abort();
+        for task in [watchdog, sampler].into_iter().flatten() {
+            task.abort();
         }
+        worker_metrics::broker_connected(false);
         let _ = connection.close(200, "worker stopping".into()).await;
         if !failed {
             return Ok(());
@@ -348,6 +370,7 @@ async fn process(
     let attempt = attempt_of(&d);
     let policy = config.policy(kind);
     let env = Envelope::decode(&d.data);
+    let started = std::time::Instant::now();
     let outcome = match &env {
         Err(e) => Err(JobError::Fatal(anyhow!("{e}"))),
         Ok(env) if env.job.kind() != kind => Err(JobError::Fatal(anyhow!(
@@ -357,6 +380,7 @@ async fn process(
         ))),
         Ok(env) => jobs::handle(ctx, env).await,
     };
+    let took = started.elapsed();
     let job_id = env
         .as_ref()
         .map(|e| e.job_id.to_string())
@@ -413,6 +437,17 @@ async fn process(
             dead_letters::publish(channel, &config.topology, &d.data, &dead, io).await
         }
     };
+    let settled = match (&settle, &parked) {
+        (_, Err(_)) => JobOutcome::Requeued,
+        (Settle::Done, Ok(())) => JobOutcome::Done,
+        (Settle::Retry { .. }, Ok(())) => JobOutcome::Retried,
+        (Settle::Wait { .. }, Ok(())) => JobOutcome::Waited,
+        (Settle::Dead { .. }, Ok(())) => JobOutcome::DeadLettered,
+    };
+    worker_metrics::job_settled(kind, settled, took);
+    if let (JobOutcome::Done, Some(enqueued)) = (settled, d.properties.timestamp()) {
+        worker_metrics::job_done_since(kind, *enqueued);
+    }
     match parked {
         Ok(()) => timed(
             "ack",
@@ -493,14 +528,18 @@ fn retry_headers(d: &Delivery, attempt: u32, nominal: Duration) -> FieldTable {
 }
 
 fn job_properties(d: &Delivery, headers: FieldTable) -> BasicProperties {
-    let props = BasicProperties::default()
+    let mut props = BasicProperties::default()
         .with_delivery_mode(2)
         .with_content_type("application/json".into())
         .with_headers(headers);
-    match d.properties.message_id() {
-        Some(id) => props.with_message_id(id.clone()),
-        None => props,
+    if let Some(id) = d.properties.message_id() {
+        props = props.with_message_id(id.clone());
     }
+    // The job's enqueue time (the relay's), for its latency to done.
+    if let Some(enqueued) = d.properties.timestamp() {
+        props = props.with_timestamp(*enqueued);
+    }
+    props
 }
 
 #[cfg(test)]

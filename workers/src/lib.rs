@@ -7,8 +7,10 @@
 pub mod callback_client;
 pub mod consumer;
 pub mod everify;
+pub mod http;
 pub mod jobs;
 pub mod mailer;
+pub mod metrics;
 pub mod outbox_watch;
 pub mod purge;
 pub mod reminders;

@@ -13,6 +13,7 @@ use i9_common::{
 use i9_workers::{
     consumer::{self, WorkerConfig},
     everify,
+    http::{self, WorkerHealth},
     mailer::Mailer,
     outbox_watch, purge, reminders, Context,
 };
@@ -122,6 +123,24 @@ async fn run((config, settings): (Config, WorkerSettings)) -> anyhow::Result<()>
     // stops the start at once, before any wait.
     let mailer = Mailer::from_config(&config)?;
     production::warn_at_start(&config, production::Binary::Worker);
+    // `/healthz` and `/metrics` (workers/src/http.rs), listening before the
+    // wait for the dependencies: the probe answers 503 until RabbitMQ is up.
+    let listener = tokio::net::TcpListener::bind(settings.http_addr)
+        .await
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "WORKER_HTTP_ADDR {}: cannot listen: {e}",
+                settings.http_addr
+            )
+        })?;
+    let health = WorkerHealth::default();
+    let metrics = i9_common::metrics::handle();
+    i9_workers::metrics::describe(&settings.kinds);
+    tracing::info!(
+        addr = %listener.local_addr().unwrap_or(settings.http_addr),
+        "i9-worker serves /healthz and /metrics"
+    );
+    let http = tokio::spawn(http::serve(listener, health.clone(), metrics));
     let topology = Topology::from_config(&config);
     let (pool, registration) = startup::prepare(&config, "i9-worker").await?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
@@ -137,6 +156,7 @@ async fn run((config, settings): (Config, WorkerSettings)) -> anyhow::Result<()>
     worker_config.prefetch = settings.prefetch;
     worker_config.retry = retry;
     worker_config.callback_retry = callback_retry;
+    worker_config.health = health;
     tracing::info!(
         ?retry,
         ?callback_retry,
@@ -168,6 +188,11 @@ async fn run((config, settings): (Config, WorkerSettings)) -> anyhow::Result<()>
         Duration::from_secs(60),
         stop_rx.clone(),
     ));
+    let outbox_sampler = tokio::spawn(i9_workers::metrics::sample_outbox(
+        pool.clone(),
+        i9_workers::metrics::SAMPLE_EVERY,
+        stop_rx.clone(),
+    ));
     let ctx = Context::with_mailer(config, pool, mailer);
     // Every worker asks the program for its updates of E-Verify cases; each
     // applies once (workers/src/everify.rs).
@@ -183,12 +208,14 @@ async fn run((config, settings): (Config, WorkerSettings)) -> anyhow::Result<()>
     let _ = everify_poll.await;
     let _ = records_purger.await;
     let _ = outbox_watch.await;
+    let _ = outbox_sampler.await;
     let relayed = match relay {
         Some(r) => r.await,
         None => Ok(()),
     };
     // Nothing more is written: leave the process registry.
     registration.end().await;
+    http.abort();
     worked??;
     relayed?;
     tracing::info!("i9-worker stopped");

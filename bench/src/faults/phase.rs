@@ -67,6 +67,9 @@ impl Stack {
             ("AMQP_URL".into(), amqp_url),
             ("SMTP_URL".into(), sinks.smtp_url.clone()),
             ("BIND_ADDR".into(), format!("127.0.0.1:{api_port}")),
+            // The worker's /healthz and /metrics on any free port: never a
+            // clash with a worker of the machine's own (docs/operations.md, "Metrics").
+            ("WORKER_HTTP_ADDR".into(), "127.0.0.1:0".into()),
             ("PUBLIC_BASE_URL".into(), base_url.clone()),
             ("ALLOW_PRIVATE_CALLBACKS".into(), "true".into()),
             // Throwaway databases: the development keys (docs/operations.md, "Keys and rotation").

@@ -39,13 +39,15 @@ struct EventRow {
     integration_hr_url: Option<String>,
     signing_secret_ciphertext: Option<Vec<u8>>,
     client_id: i64,
+    /// The partner's client id, the label of its callback metrics.
+    partner: String,
 }
 
 pub async fn run(ctx: &Context, event_id: Uuid) -> JobResult {
     let row = sqlx::query_as!(
         EventRow,
         r#"SELECT ev.payload, ev.delivered_at IS NOT NULL AS "delivered!", c.integration_hr_url,
-                c.signing_secret_ciphertext, c.id AS client_id
+                c.signing_secret_ciphertext, c.id AS client_id, c.client_id AS partner
          FROM partner_events ev
          JOIN employees e ON e.id = ev.employee_id
          JOIN oauth_clients c ON c.id = e.integration_client_id
@@ -60,6 +62,7 @@ pub async fn run(ctx: &Context, event_id: Uuid) -> JobResult {
         integration_hr_url: url,
         signing_secret_ciphertext: secret,
         client_id: client,
+        partner,
     }) = row
     else {
         return Err(JobError::Fatal(anyhow::anyhow!(
@@ -95,7 +98,9 @@ pub async fn run(ctx: &Context, event_id: Uuid) -> JobResult {
     }
     let started = Instant::now();
     let outcome = deliver(ctx, &url, &msg_id, timestamp, &signature, body).await;
-    let elapsed = started.elapsed().as_millis().min(i32::MAX as u128) as i32;
+    let took = started.elapsed();
+    crate::metrics::callback_attempted(&partner, outcome_label(&outcome), took);
+    let elapsed = took.as_millis().min(i32::MAX as u128) as i32;
     let (status, error) = match &outcome {
         Ok(code) => (Some(i32::from(*code)), None),
         Err(Attempt::Refused(e) | Attempt::Failed(e)) => (None, Some(e.clone())),
@@ -151,6 +156,20 @@ pub async fn run(ctx: &Context, event_id: Uuid) -> JobResult {
         ))),
         Err(Attempt::Refused(e)) => Err(JobError::Fatal(anyhow::anyhow!(e))),
         Err(Attempt::Failed(e)) => Err(JobError::Retryable(anyhow::anyhow!(e))),
+    }
+}
+
+/// The `outcome` label of a callback attempt (docs/operations.md, "Metrics"):
+/// the status class of the partner's answer (`2xx`, `3xx`, `4xx`, `410`,
+/// `5xx`), or `timeout` (no answer within the limit), `unreachable` (no
+/// connection), `refused` (a destination never to be sent to), `failed`.
+fn outcome_label(outcome: &Result<u16, Attempt>) -> &'static str {
+    match outcome {
+        Ok(code) => i9_common::metrics::status_class(*code),
+        Err(Attempt::Refused(_)) => "refused",
+        Err(Attempt::Failed(e)) if e.starts_with(callback_client::TIMED_OUT) => "timeout",
+        Err(Attempt::Failed(e)) if e.starts_with(callback_client::CANNOT_CONNECT) => "unreachable",
+        Err(Attempt::Failed(_)) => "failed",
     }
 }
 
