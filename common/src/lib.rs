@@ -30,5 +30,6 @@ pub mod signing_secrets;
 pub mod startup;
 pub mod telemetry;
 pub mod tls;
+pub mod trace;
 
 pub use config::Config;

@@ -145,7 +145,8 @@ fn the_defaults_are_those_of_the_table() {
         c.log,
         LogSettings {
             filter: None,
-            json: false
+            json: false,
+            otlp_endpoint: None,
         }
     );
     // The retry settings' defaults are the policies' constants.
