@@ -918,10 +918,11 @@ fn parse_log_format(name: &str, v: &str) -> anyhow::Result<bool> {
 /// `OTEL_EXPORTER_OTLP_HEADERS`), kept without a trailing `/`.
 fn parse_otlp_endpoint(name: &str, v: &str) -> anyhow::Result<String> {
     let v = v.trim();
-    let url = url::Url::parse(v)
-        .map_err(|_| anyhow!("{name} must be an http:// or https:// URL, not {v:?}"))?;
+    // The value is not quoted back: it might hold a password.
+    let url =
+        url::Url::parse(v).map_err(|_| anyhow!("{name} must be an http:// or https:// URL"))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
-        anyhow::bail!("{name} must be an http:// or https:// URL, not {v:?}");
+        anyhow::bail!("{name} must be an http:// or https:// URL");
     }
     if !url.username().is_empty() || url.password().is_some() {
         anyhow::bail!(
