@@ -79,8 +79,9 @@ pub fn init(settings: &LogSettings, default_filter: &str) {
         std::io::stderr,
         std::io::stderr().is_terminal(),
     );
-    // A second init (tests) keeps the first subscriber.
-    if tracing::subscriber::set_global_default(subscriber).is_ok() {
+    // As `try_init` always did: also takes the `log` crate's records. A
+    // second init (tests) keeps the first subscriber.
+    if subscriber.try_init().is_ok() {
         let _ = EXPORT.set(export);
     }
     if let Some(problem) = problem {
