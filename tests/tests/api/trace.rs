@@ -333,7 +333,15 @@ async fn a_partner_callback_carries_the_trace_of_the_request_even_after_a_retry(
     assert_ne!(callback_span, "00f067aa0ba902b7");
     assert_eq!(crate::callbacks::verified(&receiver).len(), 1);
 
-    // The worker's lines of the callback job, both attempts: trace and request.
+    // The worker's lines of the callback job, both attempts: trace and
+    // request. The delivery is logged once recorded, after the partner has it.
+    eventually("the worker logs the delivery", || async {
+        lines
+            .json()
+            .iter()
+            .any(|l| l["fields"]["message"] == "callback delivered")
+    })
+    .await;
     let logged = lines.json();
     let retried: Vec<&Value> = logged
         .iter()
