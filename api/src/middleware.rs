@@ -21,6 +21,8 @@ use tower_http::{
 };
 use tracing::{Level, Span};
 
+use i9_common::trace;
+
 use crate::error::problem;
 
 /// Logs one span per request with its id, method and route: the route's
@@ -54,18 +56,32 @@ pub type RequestTrace = TraceLayer<
     (),
 >;
 
-/// The span of one request: its id, method and route template.
+/// The span of one request: its id, method and route template, and its
+/// trace id: the caller's W3C `traceparent` (and `tracestate`) continued, or
+/// a new trace. Jobs the request records carry both on (`i9_common::trace`;
+/// docs/operations.md, "Logs").
 fn request_span(req: &Request<Body>) -> Span {
-    let request_id = req
-        .headers()
-        .get("x-request-id")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("-");
     let route = req
         .extensions()
         .get::<MatchedPath>()
         .map_or("unmatched", |p| p.as_str());
-    tracing::info_span!("request", request_id, method = %req.method(), route)
+    let span = tracing::info_span!(
+        "request",
+        request_id = "-",
+        method = %req.method(),
+        route,
+        trace_id = tracing::field::Empty,
+        otel.name = %format_args!("{} {route}", req.method()),
+        otel.kind = "server",
+    );
+    let mut fields = trace::Fields::new();
+    for name in [trace::TRACEPARENT, trace::TRACESTATE, trace::REQUEST_ID] {
+        if let Some(v) = req.headers().get(name).and_then(|v| v.to_str().ok()) {
+            fields.insert(name.to_owned(), v.to_owned());
+        }
+    }
+    trace::continue_trace(&span, &fields);
+    span
 }
 
 /// How long a request may run before it is answered 503.
@@ -190,13 +206,10 @@ pub fn request_id(headers: &axum::http::HeaderMap) -> Option<String> {
 /// of `A-Z a-z 0-9 - _ .`); otherwise drop it so a fresh one is generated.
 /// It ends up in logs and the audit log.
 pub async fn sanitize_request_id(mut req: Request, next: Next) -> Response {
-    let ok = req.headers().get("x-request-id").map(|v| {
-        let b = v.as_bytes();
-        !b.is_empty()
-            && b.len() <= 64
-            && b.iter()
-                .all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(c))
-    });
+    let ok = req
+        .headers()
+        .get("x-request-id")
+        .map(|v| v.to_str().is_ok_and(trace::is_plain_request_id));
     if ok == Some(false) {
         req.headers_mut().remove("x-request-id");
     }

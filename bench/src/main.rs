@@ -226,6 +226,7 @@ async fn main() -> anyhow::Result<()> {
     let log = i9_common::config::LogSettings {
         filter: std::env::var("RUST_LOG").ok(),
         json: false,
+        otlp_endpoint: None,
     };
     i9_common::telemetry::init(&log, "warn");
     let cli = Cli::parse();

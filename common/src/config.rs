@@ -186,6 +186,7 @@ pub const VARS: &[Var] = &[
     var("HOSTNAME", Computed("the kernel's host name"), Services, "this host's name in the process registry"),
     var("RUST_LOG", Computed("info,sqlx=warn,lapin=off; i9-admin: warn,lapin=off"), All, "log filter, e.g. info,sqlx=warn (replaces the whole default)"),
     var("LOG_FORMAT", Text("text"), All, "text, or json for JSON lines"),
+    var("OTEL_EXPORTER_OTLP_ENDPOINT", Unset, Services, "OTLP/HTTP collector spans are exported to (http(s)://host:4318; /v1/traces is added)"),
 ];
 
 /// The command-line options that stand for a variable (`i9-worker`'s and
@@ -444,6 +445,9 @@ pub struct LogSettings {
     /// `RUST_LOG`, checked; None: the binary's default filter.
     pub filter: Option<String>,
     pub json: bool,
+    /// `OTEL_EXPORTER_OTLP_ENDPOINT`: the base URL of the OTLP/HTTP collector
+    /// spans are exported to (`i9-api` and `i9-worker`); None: not exported.
+    pub otlp_endpoint: Option<String>,
 }
 
 /// `i9-api`'s own settings.
@@ -912,6 +916,30 @@ fn parse_log_format(name: &str, v: &str) -> anyhow::Result<bool> {
 /// `warning` or `inf` as a target name (every level of a module called
 /// `warning`, nothing else), which silently turns off every other line; a
 /// target is named with its level, `sqlx=warn` (README, "Configuration").
+/// `OTEL_EXPORTER_OTLP_ENDPOINT`: an `http` or `https` URL without
+/// credentials (a collector that wants them reads them from headers,
+/// `OTEL_EXPORTER_OTLP_HEADERS`), kept without a trailing `/`.
+fn parse_otlp_endpoint(name: &str, v: &str) -> anyhow::Result<String> {
+    let v = v.trim();
+    // The value is not quoted back: it might hold a password.
+    let url =
+        url::Url::parse(v).map_err(|_| anyhow!("{name} must be an http:// or https:// URL"))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
+        anyhow::bail!("{name} must be an http:// or https:// URL");
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        anyhow::bail!(
+            "{name} must not hold a user name or password (use OTEL_EXPORTER_OTLP_HEADERS)"
+        );
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        anyhow::bail!(
+            "{name} must not have a query or fragment: it is a base URL, /v1/traces is added"
+        );
+    }
+    Ok(v.trim_end_matches('/').to_owned())
+}
+
 fn parse_log_filter(name: &str, v: &str) -> anyhow::Result<String> {
     for directive in v.split(',').map(str::trim).filter(|d| !d.is_empty()) {
         let bare = !directive.contains(['=', '[']);
@@ -1143,6 +1171,7 @@ fn read_with(binary: Binary, source: &dyn Source, with_keys: bool) -> anyhow::Re
         log: LogSettings {
             filter: r.get("RUST_LOG", parse_log_filter),
             json: r.get("LOG_FORMAT", parse_log_format).unwrap_or_default(),
+            otlp_endpoint: r.get("OTEL_EXPORTER_OTLP_ENDPOINT", parse_otlp_endpoint),
         },
         host_name: r
             .get("HOSTNAME", |_, v| Ok(v.trim().to_owned()))

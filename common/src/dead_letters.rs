@@ -43,6 +43,7 @@ use crate::{
         DEAD_REASON_HEADER,
     },
     jobs::{DecodeError, Envelope, Job, JobKind, ENVELOPE_VERSION},
+    trace,
 };
 
 /// The longest error text a dead job carries.
@@ -148,10 +149,26 @@ pub async fn publish(
     dead: &DeadLetter<'_>,
     timeout: Duration,
 ) -> anyhow::Result<()> {
+    publish_traced(channel, topology, body, dead, None, timeout).await
+}
+
+/// [`publish`], keeping the trace context and request id the job's message
+/// carried (`traceparent`, `tracestate`, `x-request-id` of `carried`), so
+/// the dead message, and its replay, still name the request it came from.
+pub async fn publish_traced(
+    channel: &Channel,
+    topology: &Topology,
+    body: &[u8],
+    dead: &DeadLetter<'_>,
+    carried: Option<&FieldTable>,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let mut headers = dead.headers(Utc::now());
+    copy_trace_headers(carried, &mut headers);
     let props = BasicProperties::default()
         .with_delivery_mode(2)
         .with_content_type("application/json".into())
-        .with_headers(dead.headers(Utc::now()));
+        .with_headers(headers);
     let props = match dead.job_id {
         Some(id) => props.with_message_id(id.to_string().into()),
         None => props,
@@ -165,6 +182,16 @@ pub async fn publish(
         timeout,
     )
     .await
+}
+
+/// Copy the trace headers (`crate::trace`) of `from` into `to`.
+fn copy_trace_headers(from: Option<&FieldTable>, to: &mut FieldTable) {
+    let Some(from) = from else { return };
+    for name in [trace::TRACEPARENT, trace::TRACESTATE, trace::REQUEST_ID] {
+        if let Some(v) = from.inner().get(name) {
+            to.insert(name.into(), v.clone());
+        }
+    }
 }
 
 /// Ready messages in `queue` (a passive declare: fails if it does not exist).
@@ -560,12 +587,13 @@ impl Scan {
             .as_ref()
             .ok_or_else(|| anyhow!("a malformed message cannot be replayed"))?;
         // The first copy that decodes carries the body sent again as it is.
-        let body = group
+        let copy = group
             .messages
             .iter()
-            .map(|m| &self.taken[*m].0.data)
-            .find(|b| Envelope::decode(b).is_ok())
+            .map(|m| &self.taken[*m].0)
+            .find(|d| Envelope::decode(&d.data).is_ok())
             .ok_or_else(|| anyhow!("no copy decodes"))?;
+        let body = &copy.data;
         let event = match &envelope.job {
             Job::PostStatusCallback { event_id } => Some(*event_id),
             _ => None,
@@ -583,8 +611,10 @@ impl Scan {
         };
         let mut headers = FieldTable::default();
         // A fresh attempt count; nothing of the dead message's past (no
-        // x-death, no error) travels with it.
+        // x-death, no error) travels with it, but its trace context and
+        // request id do (docs/operations.md, "Logs").
         headers.insert(DEAD_ATTEMPT_HEADER.into(), AMQPValue::LongLongInt(1));
+        copy_trace_headers(copy.properties.headers().as_ref(), &mut headers);
         let props = BasicProperties::default()
             .with_delivery_mode(2)
             .with_content_type("application/json".into())

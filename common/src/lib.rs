@@ -31,5 +31,6 @@ pub mod signing_secrets;
 pub mod startup;
 pub mod telemetry;
 pub mod tls;
+pub mod trace;
 
 pub use config::Config;

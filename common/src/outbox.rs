@@ -1,11 +1,18 @@
 //! The transactional outbox: a job is recorded in the same transaction as
 //! the write that causes it, and a relay ([`crate::relay`]) publishes it to
 //! RabbitMQ after commit. `NOTIFY` wakes the relays at commit.
+//!
+//! Every job is recorded here, by [`enqueue_envelope`] or [`push_ctes`],
+//! with the trace context and request id of the span recording it
+//! (`job_outbox.trace`), which the relay publishes as the message's headers.
 
-use sqlx::PgConnection;
+use sqlx::{types::Json, PgConnection};
 use uuid::Uuid;
 
-use crate::jobs::{Envelope, Job, ENVELOPE_VERSION};
+use crate::{
+    jobs::{Envelope, Job, ENVELOPE_VERSION},
+    trace,
+};
 
 pub const NOTIFY_CHANNEL: &str = "i9_outbox";
 
@@ -25,16 +32,24 @@ pub async fn enqueue(tx: &mut PgConnection, job: Job) -> Result<Uuid, sqlx::Erro
     Ok(envelope.job_id)
 }
 
+/// The trace context and request id a job recorded now carries on (its
+/// `job_outbox.trace`): those of the current span, the request's or the
+/// job's that records it (`crate::trace`).
+fn trace() -> Option<Json<trace::Fields>> {
+    trace::current_fields().map(Json)
+}
+
 /// Record `envelope` in the caller's transaction.
 pub async fn enqueue_envelope(
     tx: &mut PgConnection,
     envelope: &Envelope,
 ) -> Result<(), sqlx::Error> {
     sqlx::query!(
-        "INSERT INTO job_outbox (job_id, kind, payload) VALUES ($1, $2, $3)",
+        "INSERT INTO job_outbox (job_id, kind, payload, trace) VALUES ($1, $2, $3, $4)",
         envelope.job_id,
         envelope.job.kind().name(),
-        sqlx::types::Json(envelope) as _,
+        Json(envelope) as _,
+        trace() as _,
     )
     .execute(&mut *tx)
     .await?;
@@ -49,10 +64,11 @@ pub async fn enqueue_envelope(
 /// `from`, and `n` wakes the relays (the statement must read `n`, e.g.
 /// `(SELECT count(*) FROM n)`, for Postgres to run it).
 pub fn push_ctes(q: &mut sqlx::QueryBuilder<'_, sqlx::Postgres>, envelope: &Envelope, from: &str) {
-    q.push(", o AS (INSERT INTO job_outbox (job_id, kind, payload) SELECT ");
+    q.push(", o AS (INSERT INTO job_outbox (job_id, kind, payload, trace) SELECT ");
     q.push_bind(envelope.job_id).push(", ");
     q.push_bind(envelope.job.kind().name()).push(", ");
-    q.push_bind(sqlx::types::Json(envelope.clone()));
+    q.push_bind(Json(envelope.clone())).push(", ");
+    q.push_bind(trace());
     q.push(" FROM ").push(from).push(")");
     q.push(", n AS (SELECT pg_notify(")
         .push_bind(NOTIFY_CHANNEL)

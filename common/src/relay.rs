@@ -11,6 +11,9 @@
 //!   a confirm that does not arrive in time counts as a failure. A row whose
 //!   publish was confirmed but whose mark failed is published again later;
 //!   handlers are idempotent by job id.
+//! - Publishes a job's trace context and request id (`job_outbox.trace`) as
+//!   the message's headers `traceparent`, `tracestate` and `x-request-id`
+//!   (docs/operations.md, "Logs").
 //! - Supervises its own broker connection: when RabbitMQ goes away, writes
 //!   keep committing to the outbox, and the relay reconnects with backoff and
 //!   drains the backlog when the broker returns. The backoff starts again
@@ -23,15 +26,15 @@ use std::time::Duration;
 use anyhow::{anyhow, Context};
 use lapin::{
     options::{BasicPublishOptions, ConfirmSelectOptions},
-    types::ShortString,
+    types::{AMQPValue, FieldTable, ShortString},
     BasicProperties, Channel, Confirmation, Connection,
 };
 use secrecy::SecretString;
-use sqlx::{postgres::PgListener, PgPool};
+use sqlx::{postgres::PgListener, types::Json, PgPool};
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use crate::{amqp::Topology, outbox::NOTIFY_CHANNEL};
+use crate::{amqp::Topology, outbox::NOTIFY_CHANNEL, trace};
 
 const MIN_BACKOFF: Duration = Duration::from_millis(200);
 /// A link up this long without a failure has worked.
@@ -200,6 +203,19 @@ struct OutboxRow {
     kind: String,
     payload: serde_json::Value,
     created_at: chrono::DateTime<chrono::Utc>,
+    trace: Option<Json<trace::Fields>>,
+}
+
+/// A job's trace context and request id as message headers of the same
+/// names (`traceparent`, `tracestate`, `x-request-id`; `crate::trace`).
+fn trace_headers(fields: &trace::Fields) -> FieldTable {
+    let mut headers = FieldTable::default();
+    for name in [trace::TRACEPARENT, trace::TRACESTATE, trace::REQUEST_ID] {
+        if let Some(value) = fields.get(name) {
+            headers.insert(name.into(), AMQPValue::LongString(value.as_str().into()));
+        }
+    }
+    headers
 }
 
 /// Publish one batch of unpublished jobs; returns how many were confirmed.
@@ -211,8 +227,9 @@ async fn publish_batch(
     let mut tx = pool.begin().await?;
     let rows = sqlx::query_as!(
         OutboxRow,
-        "SELECT id, job_id, kind, payload, created_at FROM job_outbox WHERE published_at IS NULL
-         ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
+        r#"SELECT id, job_id, kind, payload, created_at, trace AS "trace: Json<trace::Fields>"
+         FROM job_outbox WHERE published_at IS NULL
+         ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED"#,
         config.batch,
     )
     .fetch_all(&mut *tx)
@@ -229,16 +246,20 @@ async fn publish_batch(
         kind,
         payload,
         created_at,
+        trace,
     } in &rows
     {
         let body = serde_json::to_vec(payload)?;
-        let props = BasicProperties::default()
+        let mut props = BasicProperties::default()
             .with_delivery_mode(2)
             .with_content_type("application/json".into())
             .with_message_id(job_id.to_string().into())
             // When the job was enqueued (seconds), for the worker's
             // enqueue-to-done latency (docs/operations.md, "Metrics").
             .with_timestamp(u64::try_from(created_at.timestamp()).unwrap_or_default());
+        if let Some(Json(fields)) = trace {
+            props = props.with_headers(trace_headers(fields));
+        }
         // A kind no AMQP routing key can carry (over 255 bytes) fails its row
         // here: a `ShortString` from it would panic.
         let Ok(routing_key) = ShortString::try_new(kind.as_str()) else {

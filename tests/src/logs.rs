@@ -12,11 +12,11 @@ use std::{
     process::Stdio,
     sync::{
         atomic::{AtomicUsize, Ordering},
-        Mutex, Once,
+        Arc, Mutex, Once,
     },
 };
 
-use tracing_subscriber::{fmt, prelude::*, EnvFilter};
+use tracing_subscriber::{fmt, fmt::MakeWriter, prelude::*, EnvFilter};
 
 /// The directory the test run's logs go to.
 pub const LOG_DIR_ENV: &str = "I9_TEST_LOG_DIR";
@@ -66,6 +66,7 @@ pub fn init() {
             let log = i9_common::config::LogSettings {
                 filter: std::env::var("RUST_LOG").ok(),
                 json: false,
+                otlp_endpoint: None,
             };
             i9_common::telemetry::init(&log, STDERR_DEFAULT);
             return;
@@ -84,6 +85,12 @@ pub fn init() {
                     .with_writer(Mutex::new(file))
                     .with_filter(EnvFilter::new(FILE_FILTER)),
             )
+            // Trace contexts, as the binaries have them (not exported).
+            .with(
+                i9_common::telemetry::trace_layer(None)
+                    .0
+                    .with_filter(EnvFilter::new("info")),
+            )
             .try_init();
     });
 }
@@ -101,4 +108,53 @@ pub fn stderr_sink(binary: &str) -> Stdio {
     new_file(&format!("spawned-{binary}"))
         .map(Stdio::from)
         .unwrap_or_else(Stdio::null)
+}
+
+/// A writer that keeps every line in memory, for a test that reads the log
+/// lines a subscriber of its own wrote (`i9_common::telemetry::subscriber`).
+#[derive(Clone, Default)]
+pub struct Lines(Arc<Mutex<Vec<u8>>>);
+
+impl Lines {
+    /// What was written so far.
+    pub fn text(&self) -> String {
+        self.0
+            .lock()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// The lines written so far, as JSON (`LOG_FORMAT=json`); others skipped.
+    pub fn json(&self) -> Vec<serde_json::Value> {
+        self.text()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+
+    /// Hand the lines to the log scan (no-op without a log directory).
+    pub fn keep(&self, label: &str) {
+        keep_stderr(label, self.text().as_bytes());
+    }
+}
+
+impl Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut b) = self.0.lock() {
+            b.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> MakeWriter<'a> for Lines {
+    type Writer = Lines;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        self.clone()
+    }
 }

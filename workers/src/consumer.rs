@@ -15,6 +15,7 @@ use i9_common::{
     dead_letters::{self, DeadLetter, DeadReason},
     jobs::{Envelope, JobKind},
     retry::RetryPolicy,
+    trace,
 };
 use lapin::{
     message::Delivery,
@@ -26,6 +27,7 @@ use lapin::{
     BasicProperties, Channel, Connection,
 };
 use tokio::sync::watch;
+use tracing::Instrument as _;
 
 use crate::{
     http::WorkerHealth,
@@ -359,7 +361,27 @@ enum Settle {
     },
 }
 
-/// Handle one delivery and settle it: ack, park for a retry, or dead-letter.
+/// The trace context and request id a delivery carries (headers
+/// `traceparent`, `tracestate`, `x-request-id`; `i9_common::trace`).
+fn trace_fields(d: &Delivery) -> trace::Fields {
+    let mut fields = trace::Fields::new();
+    let Some(headers) = d.properties.headers() else {
+        return fields;
+    };
+    for name in [trace::TRACEPARENT, trace::TRACESTATE, trace::REQUEST_ID] {
+        if let Some(AMQPValue::LongString(v)) = headers.inner().get(name) {
+            if let Ok(v) = std::str::from_utf8(v.as_bytes()) {
+                fields.insert(name.to_owned(), v.to_owned());
+            }
+        }
+    }
+    fields
+}
+
+/// Handle one delivery and settle it, in a span of its own: the job's kind,
+/// id and attempt, its request id, and its trace id (the trace its message
+/// carries, continued; docs/operations.md, "Logs"), on every line the job
+/// logs.
 async fn process(
     ctx: &Context,
     config: &WorkerConfig,
@@ -368,8 +390,37 @@ async fn process(
     d: Delivery,
 ) -> anyhow::Result<()> {
     let attempt = attempt_of(&d);
-    let policy = config.policy(kind);
     let env = Envelope::decode(&d.data);
+    let span = tracing::info_span!(
+        "job",
+        otel.name = kind.name(),
+        otel.kind = "consumer",
+        kind = kind.name(),
+        job_id = tracing::field::Empty,
+        attempt,
+        trace_id = tracing::field::Empty,
+        request_id = tracing::field::Empty,
+    );
+    if let Ok(env) = &env {
+        span.record("job_id", tracing::field::display(env.job_id));
+    }
+    trace::continue_trace(&span, &trace_fields(&d));
+    run_and_settle(ctx, config, channel, kind, d, attempt, env)
+        .instrument(span)
+        .await
+}
+
+/// Run the job of a delivery and settle it: ack, park for a retry, or dead-letter.
+async fn run_and_settle(
+    ctx: &Context,
+    config: &WorkerConfig,
+    channel: &Channel,
+    kind: JobKind,
+    d: Delivery,
+    attempt: u32,
+    env: Result<Envelope, i9_common::jobs::DecodeError>,
+) -> anyhow::Result<()> {
+    let policy = config.policy(kind);
     let started = std::time::Instant::now();
     let outcome = match &env {
         Err(e) => Err(JobError::Fatal(anyhow!("{e}"))),
@@ -434,7 +485,15 @@ async fn process(
                 error: &error,
                 reason: *reason,
             };
-            dead_letters::publish(channel, &config.topology, &d.data, &dead, io).await
+            dead_letters::publish_traced(
+                channel,
+                &config.topology,
+                &d.data,
+                &dead,
+                d.properties.headers().as_ref(),
+                io,
+            )
+            .await
         }
     };
     let settled = match (&settle, &parked) {
@@ -479,12 +538,14 @@ fn timed(
     }
 }
 
-/// The delivery's own headers without RabbitMQ's (`x-death` and the like).
+/// The delivery's own headers without RabbitMQ's (`x-death` and the like):
+/// the attempt, and the trace context and request id, which a parked copy
+/// keeps (`x-request-id` is ours).
 fn own_headers(d: &Delivery) -> FieldTable {
     let mut headers = FieldTable::default();
     if let Some(h) = d.properties.headers() {
         for (name, value) in h.inner() {
-            if !name.as_str().starts_with("x-") {
+            if !name.as_str().starts_with("x-") || name.as_str() == trace::REQUEST_ID {
                 headers.insert(name.clone(), value.clone());
             }
         }

@@ -102,7 +102,10 @@ async fn main() -> ExitCode {
         .map(|(c, _)| c.log.clone())
         .unwrap_or_default();
     telemetry::init(&log, telemetry::SERVICES_DEFAULT_FILTER);
-    match async { run(settings?).await }.await {
+    let result = async { run(settings?).await }.await;
+    // The spans not exported yet (OTEL_EXPORTER_OTLP_ENDPOINT) go now.
+    telemetry::shutdown();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("i9-worker: error: {e:#}");

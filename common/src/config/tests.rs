@@ -145,7 +145,8 @@ fn the_defaults_are_those_of_the_table() {
         c.log,
         LogSettings {
             filter: None,
-            json: false
+            json: false,
+            otlp_endpoint: None,
         }
     );
     // The retry settings' defaults are the policies' constants.
@@ -1019,5 +1020,44 @@ fn everify_today_is_the_eastern_date_moved_by_the_offset() {
             got <= utc && utc - got <= chrono::TimeDelta::days(1),
             "{offset}: Eastern {got}, UTC {utc}"
         );
+    }
+}
+
+#[test]
+fn the_otlp_endpoint_is_an_http_base_url_without_credentials_read_by_the_services_alone() {
+    let dev = ("APP_ENV", "development");
+    let name = "OTEL_EXPORTER_OTLP_ENDPOINT";
+    for (set, read_as) in [
+        ("http://collector:4318", "http://collector:4318"),
+        (" https://otel.example/base/ ", "https://otel.example/base"),
+    ] {
+        for binary in [Binary::Api, Binary::Worker] {
+            let c = read(binary, &vars(&[dev, (name, set)])).unwrap().config;
+            assert_eq!(c.log.otlp_endpoint.as_deref(), Some(read_as), "{set}");
+        }
+        // i9-admin exports nothing.
+        let c = read(Binary::Admin, &vars(&[dev, (name, set)]))
+            .unwrap()
+            .config;
+        assert_eq!(c.log.otlp_endpoint, None);
+    }
+    let unset = read(Binary::Api, &vars(&[dev])).unwrap().config;
+    assert_eq!(unset.log.otlp_endpoint, None);
+    for (bad, says) in [
+        ("collector:4318", "must be an http:// or https:// URL"),
+        (
+            "grpc://collector:4317",
+            "must be an http:// or https:// URL",
+        ),
+        (
+            "grpc://u:pw@collector:4317",
+            "must be an http:// or https:// URL",
+        ),
+        ("http://user:pw@collector:4318", "user name or password"),
+        ("http://collector:4318/?x=1", "query or fragment"),
+    ] {
+        let e = read_err(Binary::Worker, &[dev, (name, bad)]);
+        assert!(e.contains(name) && e.contains(says), "{bad}: {e}");
+        assert!(!e.contains("pw@"), "{e}");
     }
 }

@@ -733,3 +733,60 @@ async fn listing_a_queue_of_hundreds_loses_nothing_and_keeps_its_order() {
     b.dead_holds(600).await;
     dlq.close().await;
 }
+
+/// A job dead-lettered with the trace context and request id its message
+/// carried (docs/operations.md, "Logs") keeps them, and so does its replay:
+/// exactly one message comes back, with the same three headers.
+#[tokio::test]
+async fn a_dead_job_and_its_replay_keep_the_trace_of_its_request() {
+    let b = Broker::new().await;
+    let id = Uuid::new_v4();
+    let job = Job::SendLoginEmail { user_id: 7 };
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let mut carried = FieldTable::default();
+    for (name, value) in [
+        ("traceparent", traceparent),
+        ("tracestate", "caller=opaque"),
+        ("x-request-id", "req-dead-1"),
+        // RabbitMQ's own, not carried on.
+        ("x-death", "gone"),
+    ] {
+        carried.insert(name.into(), AMQPValue::LongString(value.into()));
+    }
+    let dead = DeadLetter {
+        job_id: Some(id),
+        kind: job.kind(),
+        attempt: 12,
+        error: "the partner answered 500",
+        reason: DeadReason::Exhausted,
+    };
+    dead_letters::publish_traced(&b.ch, &b.topology, &body(id, job), &dead, Some(&carried), T)
+        .await
+        .unwrap();
+    b.dead_holds(1).await;
+    let outcome = b
+        .dlq(100)
+        .await
+        .replay(&Selection::Ids(vec![id.to_string()]), None)
+        .await
+        .unwrap();
+    assert_eq!(outcome.done.len(), 1, "{outcome:?}");
+    b.dead_holds(0).await;
+    b.kind_holds(JobKind::SendLoginEmail, 1).await;
+    let replayed = b.take(JobKind::SendLoginEmail).await;
+    let headers = replayed.properties.headers().clone().unwrap();
+    let header = |name: &str| match headers.inner().get(name) {
+        Some(AMQPValue::LongString(s)) => Some(String::from_utf8(s.as_bytes().to_vec()).unwrap()),
+        _ => None,
+    };
+    assert_eq!(header("traceparent").as_deref(), Some(traceparent));
+    assert_eq!(header("tracestate").as_deref(), Some("caller=opaque"));
+    assert_eq!(header("x-request-id").as_deref(), Some("req-dead-1"));
+    assert_eq!(header("x-death"), None);
+    replayed
+        .acker
+        .ack(BasicAckOptions::default())
+        .await
+        .unwrap();
+    b.kind_holds(JobKind::SendLoginEmail, 0).await;
+}

@@ -39,5 +39,6 @@ mod status_change_report;
 mod storage;
 mod supplement_a;
 mod throttle;
+mod trace;
 mod unavailable;
 mod upgrade;

@@ -4,7 +4,8 @@
 //! `whsec_` secret; while a replaced secret is in its overlap, one signature
 //! per secret, `common/src/signing_secrets.rs`). A 2xx is delivery; 410 Gone stops the retries; anything
 //! else is retried with backoff (the worker's callback policy). Every
-//! attempt is recorded in `callback_attempts`.
+//! attempt is recorded in `callback_attempts`. Each post carries a W3C
+//! `traceparent`, a child of the job's span, outside the signature.
 //!
 //! The destination is guarded by [`crate::callback_client`]: https to a
 //! public address unless `ALLOW_PRIVATE_CALLBACKS` is true, the address
@@ -20,7 +21,8 @@
 use std::time::Instant;
 
 use chrono::Utc;
-use i9_common::signing_secrets;
+use i9_common::{signing_secrets, trace};
+use tracing::Instrument as _;
 use uuid::Uuid;
 
 use super::{claim, JobError, JobResult};
@@ -183,15 +185,24 @@ async fn deliver(
 ) -> Result<u16, Attempt> {
     let (parsed, client) =
         callback_client::connect(url, ctx.config.allow_private_callbacks).await?;
-    let response = client
+    // The post is a span of its own, a child of the job's: its
+    // `traceparent` lets the partner join the trace (docs/partners.md,
+    // "Status callbacks"). Not signed: it says nothing of the event.
+    let span = tracing::info_span!("callback", otel.kind = "client");
+    let mut request = client
         .post(parsed)
         .header("content-type", "application/json")
         .header("user-agent", "i9-records-callbacks/1")
         .header("webhook-id", msg_id)
         .header("webhook-timestamp", timestamp.to_string())
-        .header("webhook-signature", signature)
+        .header("webhook-signature", signature);
+    if let Some(traceparent) = trace::traceparent_of(&span) {
+        request = request.header(trace::TRACEPARENT, traceparent);
+    }
+    let response = request
         .body(body)
         .send()
+        .instrument(span)
         .await
         .map_err(|e| Attempt::Failed(callback_client::describe(&e.without_url(), url)))?;
     Ok(response.status().as_u16())
