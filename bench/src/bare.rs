@@ -547,9 +547,12 @@ pub async fn start(
     let db_url = cleanup
         .create_database(&format!("i9_bench_{run_id}_bare"))
         .await?;
+    // Idle connections close soon: the server's connection slots (100 by
+    // default) are shared by every pool of the run, ours' included.
     let pool = PgPoolOptions::new()
         .max_connections(32)
         .acquire_timeout(Duration::from_secs(5))
+        .idle_timeout(Duration::from_secs(2))
         .connect(&db_url)
         .await
         .context("connecting the bare program's database")?;
@@ -565,6 +568,7 @@ pub async fn start(
     let lists = PgPoolOptions::new()
         .max_connections(32)
         .acquire_timeout(Duration::from_secs(5))
+        .idle_timeout(Duration::from_secs(2))
         .connect(ours_db)
         .await
         .context("connecting the bare lists to ours' database")?;

@@ -177,8 +177,12 @@ pub async fn start(
         )),
     );
 
-    // The worker has a pool of its own, as the separate `i9-worker` process does.
-    let worker_pool = i9_common::db::connect(&config).await?;
+    // The worker has a pool of its own, as the separate `i9-worker` process
+    // does: 16 connections, as many as the messages it takes at once (the
+    // server's 100 connection slots are shared by every pool of the run).
+    let mut worker_config = config.clone();
+    worker_config.database_max_connections = 16;
+    let worker_pool = i9_common::db::connect(&worker_config).await?;
     cleanup.pool(&worker_pool);
     let ctx = i9_workers::Context::new(config.clone(), worker_pool)?;
     let mut wc = WorkerConfig::new(JobKind::ALL.to_vec(), topology);
