@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Benchmark our API against a bare axum + sqlx program, in one run on this
-# machine, and write BENCHMARKS.md at the repository root. Flags go to
-# i9-bench (see `scripts/bench.sh --help`), e.g. --duration 30 --i9-samples 500.
+# Benchmark our API against bare axum + sqlx programs, in one run on this
+# machine, and rewrite the mode's own section of BENCHMARKS.md at the
+# repository root. `scripts/bench.sh writes` (the default) measures POST and
+# PATCH /v1/employees and the partner operation, `scripts/bench.sh reads` the
+# GET of an employee and the employee and I-9 lists; flags go to i9-bench
+# (see `scripts/bench.sh reads --help`), e.g. `reads --duration 30`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/services.sh

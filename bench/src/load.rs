@@ -1,5 +1,6 @@
-//! The load: keep-alive connections each driving `POST`s of new employees
-//! back to back for a fixed time, and the time-to-I-9 samples.
+//! The load: keep-alive connections each sending one kind of request back to
+//! back for a fixed time (a [`Target`] builds each request: a `POST` of a new
+//! employee, a `GET` of a random seeded one, ...), and the time-to-I-9 samples.
 
 use std::{
     collections::BTreeMap,
@@ -28,11 +29,55 @@ const I9_POLL: Duration = Duration::from_millis(2);
 /// Latencies are recorded in microseconds, up to this many.
 const MAX_MICROS: u64 = 120_000_000;
 
-/// A program to drive.
-#[derive(Debug, Clone)]
+/// Builds one request of a target; the `u64` is random, for picking a
+/// record or a search among the seeded ones.
+pub type Build = Arc<dyn Fn(&reqwest::Client, u64) -> reqwest::RequestBuilder + Send + Sync>;
+
+/// One kind of request to one program, and the status that counts as done.
+#[derive(Clone)]
 pub struct Target {
-    pub name: &'static str,
-    /// The URL of the `POST`.
+    pub name: String,
+    pub expect: StatusCode,
+    pub build: Build,
+}
+
+impl Target {
+    pub fn new(
+        name: impl Into<String>,
+        expect: StatusCode,
+        build: impl Fn(&reqwest::Client, u64) -> reqwest::RequestBuilder + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            expect,
+            build: Arc::new(build),
+        }
+    }
+
+    /// `POST`s of new employees (the body of [`body`]) to `url`.
+    pub fn post_employee(
+        name: impl Into<String>,
+        url: String,
+        token: Option<String>,
+        location_id: i64,
+        ids: Arc<ProfileIds>,
+    ) -> Self {
+        Self::new(name, StatusCode::CREATED, move |client, _| {
+            let mut request = client
+                .post(&url)
+                .header(CONTENT_TYPE, "application/json")
+                .body(body(location_id, &ids, false));
+            if let Some(token) = &token {
+                request = request.bearer_auth(token);
+            }
+            request
+        })
+    }
+}
+
+/// Where the time-to-I-9 samples `POST` (with `createI9: "yes"`).
+#[derive(Debug, Clone)]
+pub struct I9Target {
     pub url: String,
     pub token: Option<String>,
     pub location_id: i64,
@@ -52,7 +97,7 @@ impl ProfileIds {
         })
     }
 
-    fn next(&self) -> String {
+    pub fn next(&self) -> String {
         format!(
             "{}{}",
             self.prefix,
@@ -74,13 +119,13 @@ pub struct I9Settings {
 
 /// What one measured phase counted.
 pub struct LoadResult {
-    /// 201 responses.
+    /// Responses with the target's expected status.
     pub ok: u64,
     /// Everything else, by status or transport error.
     pub errors: BTreeMap<String, u64>,
     pub first_error: Option<String>,
     pub elapsed: Duration,
-    /// Latency of the 201 responses, in microseconds.
+    /// Latency of the counted responses, in microseconds.
     pub latency: Histogram<u64>,
     pub cpu: sys::CpuUsage,
 }
@@ -134,11 +179,12 @@ fn client(connections: usize) -> anyhow::Result<reqwest::Client> {
         .context("building the HTTP client")
 }
 
-fn body(target: &Target, ids: &ProfileIds, create_i9: bool) -> String {
+/// A new employee: unique `profileId`, no SSN.
+pub fn body(location_id: i64, ids: &ProfileIds, create_i9: bool) -> String {
     let mut v = serde_json::json!({
         "firstName": "Bench",
         "lastName": "Load",
-        "locationId": target.location_id,
+        "locationId": location_id,
         "startDate": "2026-11-05",
         "profileId": ids.next(),
     });
@@ -148,19 +194,8 @@ fn body(target: &Target, ids: &ProfileIds, create_i9: bool) -> String {
     v.to_string()
 }
 
-/// One POST, its body read to the end (so the connection is reused).
-async fn post(
-    client: &reqwest::Client,
-    target: &Target,
-    body: String,
-) -> Result<(StatusCode, Bytes), String> {
-    let mut request = client
-        .post(&target.url)
-        .header(CONTENT_TYPE, "application/json")
-        .body(body);
-    if let Some(token) = &target.token {
-        request = request.bearer_auth(token);
-    }
+/// Send `request` and read its body to the end (so the connection is reused).
+async fn send(request: reqwest::RequestBuilder) -> Result<(StatusCode, Bytes), String> {
     let kind = |e: reqwest::Error| {
         if e.is_timeout() {
             "transport: timeout".to_owned()
@@ -174,6 +209,22 @@ async fn post(
     let status = response.status();
     let bytes = response.bytes().await.map_err(kind)?;
     Ok((status, bytes))
+}
+
+/// One POST of a time-to-I-9 sample.
+async fn post(
+    client: &reqwest::Client,
+    target: &I9Target,
+    body: String,
+) -> Result<(StatusCode, Bytes), String> {
+    let mut request = client
+        .post(&target.url)
+        .header(CONTENT_TYPE, "application/json")
+        .body(body);
+    if let Some(token) = &target.token {
+        request = request.bearer_auth(token);
+    }
+    send(request).await
 }
 
 fn describe(status: StatusCode, body: &[u8]) -> String {
@@ -218,11 +269,10 @@ impl Tally {
     }
 }
 
-/// `connections` tasks POSTing back to back until `duration` has passed.
+/// `connections` tasks sending back to back until `duration` has passed.
 async fn phase(
     client: &reqwest::Client,
     target: &Arc<Target>,
-    ids: &Arc<ProfileIds>,
     connections: usize,
     duration: Duration,
 ) -> anyhow::Result<(Tally, Duration)> {
@@ -230,16 +280,16 @@ async fn phase(
     let deadline = start + duration;
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..connections {
-        let (client, target, ids) = (client.clone(), target.clone(), ids.clone());
+        let (client, target) = (client.clone(), target.clone());
         tasks.spawn(async move {
             let mut tally = Tally::new()?;
             let mut sent = 0;
             while sent < MAX_REQUESTS_PER_CONNECTION && Instant::now() < deadline {
                 sent += 1;
-                let body = body(&target, &ids, false);
+                let request = (target.build)(&client, rand::random());
                 let t0 = Instant::now();
-                match post(&client, &target, body).await {
-                    Ok((StatusCode::CREATED, _)) => {
+                match send(request).await {
+                    Ok((status, _)) if status == target.expect => {
                         tally.ok += 1;
                         tally.latency.saturating_record(micros(t0.elapsed()));
                     }
@@ -267,15 +317,11 @@ async fn phase(
 }
 
 /// Warm up, then measure throughput and latency under `settings.connections`.
-pub async fn throughput(
-    target: &Target,
-    settings: &Settings,
-    ids: &Arc<ProfileIds>,
-) -> anyhow::Result<LoadResult> {
+pub async fn throughput(target: &Target, settings: &Settings) -> anyhow::Result<LoadResult> {
     let client = client(settings.connections)?;
     let target = Arc::new(target.clone());
     if !settings.warmup.is_zero() {
-        let (warm, _) = phase(&client, &target, ids, settings.connections, settings.warmup).await?;
+        let (warm, _) = phase(&client, &target, settings.connections, settings.warmup).await?;
         if warm.ok == 0 {
             anyhow::bail!(
                 "{}: no request succeeded during the warm-up; first error: {}",
@@ -285,14 +331,7 @@ pub async fn throughput(
         }
     }
     let before = sys::CpuSnapshot::take();
-    let (tally, elapsed) = phase(
-        &client,
-        &target,
-        ids,
-        settings.connections,
-        settings.duration,
-    )
-    .await?;
+    let (tally, elapsed) = phase(&client, &target, settings.connections, settings.duration).await?;
     let cpu = before.usage_since();
     Ok(LoadResult {
         ok: tally.ok,
@@ -308,11 +347,11 @@ pub async fn throughput(
 /// exists: the time it took, or (kind, detail) of the failure.
 async fn sample(
     client: &reqwest::Client,
-    target: &Target,
+    target: &I9Target,
     ids: &ProfileIds,
     pool: &PgPool,
 ) -> Result<Duration, (String, String)> {
-    let body = body(target, ids, true);
+    let body = body(target.location_id, ids, true);
     let t0 = Instant::now();
     let (status, bytes) = post(client, target, body)
         .await
@@ -350,7 +389,7 @@ async fn sample(
 /// `count` samples, `concurrency` at a time.
 async fn samples(
     client: &reqwest::Client,
-    target: &Arc<Target>,
+    target: &Arc<I9Target>,
     ids: &Arc<ProfileIds>,
     pool: &PgPool,
     count: usize,
@@ -389,7 +428,7 @@ async fn samples(
 
 /// Time from the POST to the I-9 row, after a few unmeasured samples.
 pub async fn time_to_i9(
-    target: &Target,
+    target: &I9Target,
     pool: &PgPool,
     settings: &I9Settings,
     ids: &Arc<ProfileIds>,

@@ -1,6 +1,14 @@
-//! `i9-bench`: measures, in one run on one machine, our service's
-//! `POST /v1/employees` against a bare axum + sqlx program doing two inserts,
-//! and writes `BENCHMARKS.md` at the workspace root.
+//! `i9-bench`: measures, in one run on one machine, our service against a
+//! bare axum + sqlx program, and writes its section of `BENCHMARKS.md` at the
+//! workspace root (each mode rewrites only its own section).
+//!
+//! - `i9-bench writes` (the default): `POST /v1/employees`, `PATCH
+//!   /v1/employees/{id}` and the partner operation against the bare
+//!   program's two inserts and one `UPDATE`, and the time to an I-9.
+//! - `i9-bench reads`: `GET /v1/employees/{id}` (a user limited to some
+//!   groups; and one who sees full SSNs, every read audited) against a `GET`
+//!   by primary key of an as wide row, and `GET /v1/employees?lastName=` and
+//!   `GET /v1/i9s?lastName=` against the same count and page SQL run bare.
 //!
 //! Everything runs in this process and talks over loopback only: our API
 //! (with the outbox relay and a worker), the bare program, and the load
@@ -14,8 +22,10 @@
 mod bare;
 mod faults;
 mod load;
+mod modes;
 mod ours;
 mod report;
+mod seed;
 mod sys;
 
 use std::{path::PathBuf, time::Duration};
@@ -42,6 +52,10 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Mode {
+    /// POST, PATCH and the partner operation, and the time to an I-9 (the default).
+    Writes(Args),
+    /// GET of one employee (group visibility; full SSN) and the employee and I-9 lists.
+    Reads(Args),
     /// The fault suite: writes RELIABILITY.md (scripts/faults.sh).
     Faults(faults::FaultArgs),
 }
@@ -63,9 +77,18 @@ pub struct Args {
     /// Time-to-I-9 samples in flight at once.
     #[arg(long = "i9-concurrency", default_value_t = 8)]
     pub i9_concurrency: usize,
+    /// Employees (each with an SSN and an I-9) created in ours through its API
+    /// before measuring: what the reads and the PATCHes work on.
+    #[arg(long, default_value_t = 10_000)]
+    pub employees: usize,
     /// Where to write the report (default: BENCHMARKS.md at the workspace root).
     #[arg(long)]
     pub output: Option<PathBuf>,
+    /// Before measuring, send one request of each kind with Postgres logging
+    /// every statement of ours' database, between marker statements, to
+    /// count its round trips in the server's log.
+    #[arg(long)]
+    pub log_statements: bool,
 }
 
 impl Args {
@@ -84,6 +107,9 @@ impl Args {
         }
         if !(1..=256).contains(&self.i9_concurrency) {
             bail!("--i9-concurrency must be 1..=256");
+        }
+        if !(10..=200_000).contains(&self.employees) {
+            bail!("--employees must be 10..=200000");
         }
         Ok(())
     }
@@ -106,6 +132,7 @@ pub struct Cleanup {
     stop: watch::Sender<bool>,
     tasks: Vec<(&'static str, JoinHandle<()>)>,
     pools: Vec<PgPool>,
+    dirs: Vec<PathBuf>,
 }
 
 impl Cleanup {
@@ -116,7 +143,16 @@ impl Cleanup {
             stop: watch::channel(false).0,
             tasks: Vec::new(),
             pools: Vec::new(),
+            dirs: Vec::new(),
         }
+    }
+
+    /// A fresh directory under the system's temporary one; removed at the end.
+    pub fn temp_dir(&mut self, name: &str) -> anyhow::Result<PathBuf> {
+        let dir = std::env::temp_dir().join(name);
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        self.dirs.push(dir.clone());
+        Ok(dir)
     }
 
     /// A receiver that turns true when the run ends.
@@ -197,6 +233,11 @@ impl Cleanup {
                 ),
             }
         }
+        for dir in self.dirs {
+            if let Err(e) = std::fs::remove_dir_all(&dir) {
+                eprintln!("cleanup: could not remove {}: {e}", dir.display());
+            }
+        }
         eprintln!("cleanup: done");
     }
 }
@@ -230,78 +271,122 @@ async fn main() -> anyhow::Result<()> {
     };
     i9_common::telemetry::init(&log, "warn");
     let cli = Cli::parse();
-    if let Some(Mode::Faults(args)) = cli.mode {
-        return faults::main(args).await;
-    }
-    let args = cli.bench;
+    let (kind, args) = match cli.mode {
+        Some(Mode::Faults(args)) => return faults::main(args).await,
+        Some(Mode::Writes(args)) => (Kind::Writes, args),
+        Some(Mode::Reads(args)) => (Kind::Reads, args),
+        None => (Kind::Writes, cli.bench),
+    };
     args.check()?;
     let mut cleanup = Cleanup::new();
     let result = tokio::select! {
-        r = run(&args, &mut cleanup) => r,
+        r = run(kind, &args, &mut cleanup) => r,
         _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
     };
     cleanup.run().await;
     result
 }
 
-async fn run(args: &Args, cleanup: &mut Cleanup) -> anyhow::Result<()> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Writes,
+    Reads,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Writes => "writes",
+            Kind::Reads => "reads",
+        }
+    }
+}
+
+async fn run(kind: Kind, args: &Args, cleanup: &mut Cleanup) -> anyhow::Result<()> {
+    let load_before = sys::load_average();
     let machine = sys::machine_facts().await;
     let run_id = uuid::Uuid::new_v4().simple().to_string();
 
     eprintln!("starting our API, relay and worker...");
     let ours = ours::start(&run_id, args.i9_concurrency, cleanup).await?;
-    eprintln!("starting the bare program...");
-    let bare = bare::start(&run_id, args.i9_concurrency, cleanup).await?;
     let postgres_version: String = sqlx::query_scalar("SHOW server_version")
         .fetch_one(&ours.poll_pool)
         .await
         .context("reading the Postgres version")?;
-
-    let profile_ids = load::ProfileIds::new(&run_id);
-    let settings = load::Settings {
-        connections: args.connections,
-        warmup: Duration::from_secs(args.warmup),
-        duration: Duration::from_secs(args.duration),
-    };
-    let ours_target = ours.target();
-    let bare_target = bare.target();
+    // The groups whose employees west.hr sees, as ours reads them
+    // (api/src/auth/mod.rs, `visibility`): the bare lists' restriction.
+    let groups: Vec<i64> = sqlx::query_scalar(
+        "WITH RECURSIVE visible AS (
+             SELECT group_id AS id FROM user_groups
+             WHERE user_id = (SELECT id FROM users WHERE login = 'west.hr')
+             UNION
+             SELECT g.id FROM groups g JOIN visible v ON g.parent_id = v.id
+         )
+         SELECT id FROM visible ORDER BY id",
+    )
+    .fetch_all(&ours.poll_pool)
+    .await
+    .context("reading the groups west.hr sees")?;
+    eprintln!("starting the bare program...");
+    let bare = bare::start(
+        &run_id,
+        args.i9_concurrency,
+        &ours.database_url,
+        groups,
+        cleanup,
+    )
+    .await?;
 
     eprintln!(
-        "throughput: ours ({} s warm-up, {} s measured)...",
-        args.warmup, args.duration
+        "seeding {} employees with their I-9s through our API...",
+        args.employees
     );
-    let ours_load = load::throughput(&ours_target, &settings, &profile_ids).await?;
-    eprintln!("throughput: bare...");
-    let bare_load = load::throughput(&bare_target, &settings, &profile_ids).await?;
+    let seeded = seed::seed(&ours, args.employees).await?;
+    let copied = bare.copy_employees(&ours.poll_pool).await?;
+    eprintln!(
+        "seeded in {:.1} s; {copied} rows in the bare program's wide table",
+        seeded.took.as_secs_f64()
+    );
+    let ids = load::ProfileIds::new(&run_id);
 
-    let i9 = load::I9Settings {
-        samples: args.i9_samples,
-        concurrency: args.i9_concurrency,
+    if args.log_statements {
+        let targets = match kind {
+            Kind::Reads => modes::read_targets(&ours, &bare, &seeded),
+            Kind::Writes => modes::write_targets(&ours, &bare, &seeded, &ids),
+        };
+        modes::probe(&ours, &format!("i9_bench_{run_id}"), &targets).await?;
+        eprintln!("probed: see the statements of database i9_bench_{run_id} in the Postgres log");
+        return Ok(());
+    }
+
+    let (rows, i9) = match kind {
+        Kind::Reads => (modes::reads(args, &ours, &bare, &seeded).await?, None),
+        Kind::Writes => {
+            let (rows, o, b) = modes::writes(args, &ours, &bare, &seeded, &ids).await?;
+            (rows, Some((o, b)))
+        }
     };
-    eprintln!("time to I-9: ours ({} samples)...", args.i9_samples);
-    let ours_i9 = load::time_to_i9(&ours_target, &ours.poll_pool, &i9, &profile_ids).await?;
-    eprintln!("time to I-9: bare...");
-    let bare_i9 = load::time_to_i9(&bare_target, &bare.poll_pool, &i9, &profile_ids).await?;
-
     let results = report::Results {
+        kind,
         command: command_line(),
         date: chrono::Utc::now(),
         machine,
         postgres_version,
         args: args.clone(),
-        ours: ours_load,
-        bare: bare_load,
-        ours_i9,
-        bare_i9,
+        load_before,
+        load_after: sys::load_average(),
+        seeded_employees: args.employees,
+        seed_took: seeded.took,
+        rows,
+        i9,
     };
-    let text = report::markdown(&results);
     println!("{}", report::tables(&results));
     let path = args
         .output
         .clone()
         .unwrap_or_else(|| workspace_root().join("BENCHMARKS.md"));
-    std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("wrote {}", path.display());
+    report::write_section(&path, kind, &report::section(&results))?;
+    eprintln!("wrote the {} section of {}", kind.name(), path.display());
     Ok(())
 }
 

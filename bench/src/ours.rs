@@ -1,6 +1,12 @@
 //! Our service, started as the tests start it: a fresh migrated and seeded
 //! database, the API on a free loopback port, the outbox relay and one worker
-//! serving every job kind on a topology of its own.
+//! serving every job kind on a topology of its own; the partner client's
+//! callbacks go to a receiver of the bench that answers 204.
+//!
+//! The example organization (`fixtures/org.json`) gets one more role and user
+//! for the reads: `west.auditor`, an HR Manager of West Region whose role
+//! also has permission 12 (full SSNs, every read audited) but not 11, beside
+//! `west.hr` (the same groups, masked SSNs).
 
 use std::time::Duration;
 
@@ -12,29 +18,98 @@ use i9_common::{
 use i9_workers::consumer::WorkerConfig;
 use sqlx::{postgres::PgPoolOptions, PgPool};
 
-use crate::{load::Target, workspace_root, Cleanup};
+use crate::{load::I9Target, workspace_root, Cleanup};
 
 const PORTAL: (&str, &str) = ("acme-hr-portal", "portal-secret-change-me");
+const PARTNER: (&str, &str) = ("greenhouse-ats", "ats-secret-change-me");
 const ADMIN: (&str, &str) = ("admin", "admin-Passw0rd!");
+const WEST_HR: (&str, &str) = ("west.hr", "west-Passw0rd!");
+pub const WEST_AUDITOR: (&str, &str) = ("west.auditor", "auditor-Passw0rd!");
+const ATS_BOT: (&str, &str) = ("ats.bot", "ats-Passw0rd!");
 const LOCATION: &str = "Portland Warehouse";
+
+/// Access tokens of the callers the bench uses.
+pub struct Tokens {
+    /// `admin` (every permission) through `acme-hr-portal`.
+    pub admin: String,
+    /// `west.hr`: HR Manager of West Region (no 11, no 12: group check, masked SSNs).
+    pub hr: String,
+    /// `west.auditor`: as `west.hr`, and permission 12 (full SSNs, audited).
+    pub auditor: String,
+    /// `ats.bot` through the partner client `greenhouse-ats`.
+    pub partner: String,
+}
 
 pub struct Ours {
     pub base_url: String,
-    pub token: String,
+    pub tokens: Tokens,
     pub location_id: i64,
-    /// The bench's own connections, for polling `i9s`.
+    /// The bench's own connections, for polling and reading `ours`' database.
     pub poll_pool: PgPool,
+    pub database_url: String,
 }
 
 impl Ours {
-    pub fn target(&self) -> Target {
-        Target {
-            name: "ours",
+    pub fn i9_target(&self) -> I9Target {
+        I9Target {
             url: format!("{}/v1/employees", self.base_url),
-            token: Some(self.token.clone()),
+            token: Some(self.tokens.admin.clone()),
             location_id: self.location_id,
         }
     }
+}
+
+/// The example organization with `west.auditor` and its role added.
+fn organization() -> anyhow::Result<seed::OrgFile> {
+    let fixture = workspace_root().join("fixtures/org.json");
+    let text = std::fs::read_to_string(&fixture)
+        .with_context(|| format!("reading {}", fixture.display()))?;
+    let mut org: serde_json::Value =
+        serde_json::from_str(&text).context("parsing fixtures/org.json")?;
+    org["roles"]
+        .as_array_mut()
+        .context("fixtures/org.json without roles")?
+        .push(serde_json::json!({
+            "name": "HR Auditor",
+            "description": "HR Manager who sees full social security numbers (bench)",
+            "permissions": [1, 2, 3, 4, 5, 6, 7, 8, 9, 12],
+        }));
+    org["users"]
+        .as_array_mut()
+        .context("fixtures/org.json without users")?
+        .push(serde_json::json!({
+            "login": WEST_AUDITOR.0,
+            "password": WEST_AUDITOR.1,
+            "firstName": "Aud",
+            "lastName": "Itor",
+            "title": "HR Auditor",
+            "emailAddress": "aud.itor@acme.example",
+            "role": "HR Auditor",
+            "groups": ["West Region"],
+        }));
+    seed::parse(&org.to_string()).context("parsing the bench organization")
+}
+
+/// A loopback endpoint that answers every partner callback with 204.
+async fn callback_receiver(cleanup: &mut Cleanup) -> anyhow::Result<String> {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("binding the callback receiver")?;
+    let addr = listener.local_addr()?;
+    let router = axum::Router::new().fallback(|| async { axum::http::StatusCode::NO_CONTENT });
+    let stopped = cleanup.stopped();
+    cleanup.task(
+        "callback receiver",
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, router)
+                .with_graceful_shutdown(stopped)
+                .await
+            {
+                eprintln!("callback receiver stopped: {e}");
+            }
+        }),
+    );
+    Ok(format!("http://{addr}/i9-status"))
 }
 
 fn amqp_url() -> String {
@@ -53,17 +128,23 @@ pub async fn start(
     let mut config = Config::for_tests(&db_url);
     config.amqp_url = amqp_url().into();
     config.database_max_connections = 32;
+    // Partner callbacks go to the bench's receiver on loopback.
+    config.allow_private_callbacks = true;
+    config.mail_dir = cleanup.temp_dir(&format!("i9-bench-{run_id}-mail"))?;
 
     let pool = i9_common::db::connect(&config).await?;
     cleanup.pool(&pool);
     MIGRATOR.run(&pool).await.context("applying migrations")?;
-    let fixture = workspace_root().join("fixtures/org.json");
-    let text = std::fs::read_to_string(&fixture)
-        .with_context(|| format!("reading {}", fixture.display()))?;
-    let org = seed::parse(&text).context("parsing fixtures/org.json")?;
-    seed::load(&pool, &DataCipher::from_config(&config), &org)
+    seed::load(&pool, &DataCipher::from_config(&config), &organization()?)
         .await
         .context("seeding the example organization")?;
+    let hr_url = callback_receiver(cleanup).await?;
+    sqlx::query("UPDATE oauth_clients SET integration_hr_url = $1 WHERE client_id = $2")
+        .bind(&hr_url)
+        .bind(PARTNER.0)
+        .execute(&pool)
+        .await
+        .context("pointing the partner's callbacks at the bench")?;
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -96,8 +177,12 @@ pub async fn start(
         )),
     );
 
-    // The worker has a pool of its own, as the separate `i9-worker` process does.
-    let worker_pool = i9_common::db::connect(&config).await?;
+    // The worker has a pool of its own, as the separate `i9-worker` process
+    // does: 16 connections, as many as the messages it takes at once (the
+    // server's 100 connection slots are shared by every pool of the run).
+    let mut worker_config = config.clone();
+    worker_config.database_max_connections = 16;
+    let worker_pool = i9_common::db::connect(&worker_config).await?;
     cleanup.pool(&worker_pool);
     let ctx = i9_workers::Context::new(config.clone(), worker_pool)?;
     let mut wc = WorkerConfig::new(JobKind::ALL.to_vec(), topology);
@@ -126,28 +211,38 @@ pub async fn start(
         .with_context(|| format!("group {LOCATION:?} in the fixture"))?;
 
     let base_url = config.public_base_url.clone();
-    let token = sign_in(&base_url).await?;
+    let tokens = Tokens {
+        admin: sign_in(&base_url, PORTAL, ADMIN).await?,
+        hr: sign_in(&base_url, PORTAL, WEST_HR).await?,
+        auditor: sign_in(&base_url, PORTAL, WEST_AUDITOR).await?,
+        partner: sign_in(&base_url, PARTNER, ATS_BOT).await?,
+    };
     Ok(Ours {
         base_url,
-        token,
+        tokens,
         location_id,
         poll_pool,
+        database_url: db_url,
     })
 }
 
-/// An access token of `admin` through the read+write portal client.
-async fn sign_in(base_url: &str) -> anyhow::Result<String> {
-    let client = reqwest::Client::builder()
+/// An access token of `user` through `client`.
+async fn sign_in(
+    base_url: &str,
+    client: (&str, &str),
+    user: (&str, &str),
+) -> anyhow::Result<String> {
+    let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()?;
     let form = [
         ("grant_type", "password"),
-        ("client_id", PORTAL.0),
-        ("client_secret", PORTAL.1),
-        ("username", ADMIN.0),
-        ("password", ADMIN.1),
+        ("client_id", client.0),
+        ("client_secret", client.1),
+        ("username", user.0),
+        ("password", user.1),
     ];
-    let response = client
+    let response = http
         .post(format!("{base_url}/oauth2/access_token"))
         .form(&form)
         .send()
@@ -156,7 +251,7 @@ async fn sign_in(base_url: &str) -> anyhow::Result<String> {
     let status = response.status();
     let body = response.text().await?;
     if status != 200 {
-        bail!("sign-in of {} failed with {status}: {body}", ADMIN.0);
+        bail!("sign-in of {} failed with {status}: {body}", user.0);
     }
     let value: serde_json::Value = serde_json::from_str(&body).context("token response JSON")?;
     value["access_token"]

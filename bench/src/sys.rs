@@ -180,3 +180,17 @@ impl CpuSnapshot {
         }
     }
 }
+
+/// The load average over 1, 5 and 15 minutes (`/proc/loadavg`).
+pub fn load_average() -> [f64; 3] {
+    let text = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut v = text
+        .split_whitespace()
+        .take(3)
+        .map(|f| f.parse().unwrap_or(f64::NAN));
+    [
+        v.next().unwrap_or(f64::NAN),
+        v.next().unwrap_or(f64::NAN),
+        v.next().unwrap_or(f64::NAN),
+    ]
+}
