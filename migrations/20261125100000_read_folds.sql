@@ -1,15 +1,16 @@
 -- The employee read in one round trip (docs/operations.md, "Performance"):
 --
--- 1. Whether an active legal hold covers an employee (docs/retention.md,
---    "Legal holds"): a hold on the employee or on its legal entity. One
---    definition, read by the employee record and by retention::held.
-CREATE FUNCTION employee_held(employee BIGINT, legal_entity BIGINT) RETURNS BOOLEAN
-LANGUAGE sql STABLE PARALLEL SAFE AS $$
-    SELECT EXISTS (
-        SELECT 1 FROM legal_holds h
-        WHERE h.lifted_at IS NULL
-          AND (h.employee_id = employee OR h.legal_entity_id = legal_entity))
-$$;
+-- 1. The active legal holds that cover each employee (docs/retention.md,
+--    "Legal holds"): a hold on the employee, or on its legal entity. One
+--    definition, read by the employee record and by retention::held. A view,
+--    not a function: the planner inlines a view into the statement that reads
+--    it, where a SQL function with a subquery runs as a call of its own (it
+--    took 40% of the employee read's time in Postgres).
+CREATE VIEW employee_holds AS
+    SELECT e.id AS employee_id, h.id AS hold_id
+    FROM employees e
+    JOIN legal_holds h ON h.employee_id = e.id OR h.legal_entity_id = e.legal_entity_id
+    WHERE h.lifted_at IS NULL;
 
 -- 2. API processes cache each user's visible groups (the user's groups and
 --    every group below them) beside its tokens: a change of a user's groups

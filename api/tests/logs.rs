@@ -240,13 +240,15 @@ fn metric(text: &str, series: &str) -> Option<f64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// The `i9_` series docs/operations.md's "Metrics" table names, with their type.
+/// The `i9_` series docs/operations.md's "Metrics" table of the API names,
+/// with their type (the worker's table follows it; tests/tests/metrics.rs).
 fn documented_series() -> Vec<(&'static str, &'static str)> {
     let doc = include_str!("../../docs/operations.md");
     let table = doc
         .split("\n## Metrics\n")
         .nth(1)
         .and_then(|s| s.split("\n## ").next())
+        .and_then(|s| s.split("\nThe worker's").next())
         .unwrap();
     let series: Vec<(&str, &str)> = table
         .lines()

@@ -409,13 +409,17 @@ async fn page<T>(s: &AppState, count: &str, select: &str, last_name: &str) -> An
 where
     T: for<'r> FromRow<'r, sqlx::postgres::PgRow> + Send + Unpin,
 {
+    // Unnamed statements, planned with their values each time, as ours sends
+    // its lists (api/src/list.rs, `fetch_page`).
     let total: i64 = sqlx::query_scalar(count)
+        .persistent(false)
         .bind(last_name)
         .bind(&s.groups)
         .fetch_one(&s.lists)
         .await
         .map_err(internal)?;
     let rows: Vec<T> = sqlx::query_as(select)
+        .persistent(false)
         .bind(last_name)
         .bind(&s.groups)
         .bind(PAGE_SIZE)

@@ -646,13 +646,11 @@ pub async fn employees_covered<'e>(
 
 /// Whether a legal hold is active on employee `employee`, directly or
 /// through its legal entity (shown on the employee's and its I-9s' records):
-/// the SQL function `employee_held` (migrations/20261125100000_read_folds.sql),
-/// which the employee record's single read calls too.
+/// the view `employee_holds` (migrations/20261125100000_read_folds.sql),
+/// which the employee record's single read reads too.
 pub async fn held<'e>(db: impl sqlx::PgExecutor<'e>, employee: i64) -> Result<bool, sqlx::Error> {
     sqlx::query_scalar!(
-        r#"SELECT COALESCE(
-               (SELECT employee_held(e.id, e.legal_entity_id) FROM employees e WHERE e.id = $1),
-               FALSE) AS "held!""#,
+        r#"SELECT EXISTS (SELECT 1 FROM employee_holds h WHERE h.employee_id = $1) AS "held!""#,
         employee,
     )
     .fetch_one(db)

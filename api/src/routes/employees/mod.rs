@@ -531,7 +531,7 @@ pub async fn fetch(
 ) -> ApiResult<Option<EmployeeRecord>> {
     let (groups, client) = visibility.as_params();
     // The latest I-9 is joined as in LATEST_I9 (a macro takes no constant);
-    // the hold is `employee_held` (migrations/20261125100000_read_folds.sql),
+    // the hold is the view `employee_holds` (migrations/20261125100000_read_folds.sql),
     // as retention::held reads it; visibility is Visibility::sees.
     let row = sqlx::query_as!(
         EmployeeRow,
@@ -551,7 +551,7 @@ pub async fn fetch(
                   li.id AS "latest_i9_id?",
                   COALESCE((SELECT array_agg(i.id ORDER BY i.id DESC) FROM i9s i WHERE i.employee_id = e.id),
                            '{}') AS "i9_ids!",
-                  employee_held(e.id, e.legal_entity_id) AS "legal_hold!",
+                  EXISTS (SELECT 1 FROM employee_holds h WHERE h.employee_id = e.id) AS "legal_hold!",
                   c.id AS "case_id?", c.case_number AS "case_number?",
                   c.status AS "case_status?: CaseStatus", c.result AS "case_result?: CaseResult",
                   c.next_step AS "case_next_step?", c.next_step_due_on AS "case_next_step_due_on?",
