@@ -568,6 +568,9 @@ pub struct Locked {
     pub period_id: Option<i64>,
     pub start_date: Option<NaiveDate>,
     pub terminated_date: Option<NaiveDate>,
+    /// Purged with its I-9s at the end of their retention (its destruction
+    /// record says when: retention::employee_destruction).
+    pub purged: bool,
 }
 
 impl Locked {
@@ -589,7 +592,8 @@ pub async fn lock(conn: &mut PgConnection, id: i64) -> Result<Option<Locked>, sq
         Locked,
         r#"SELECT e.location_id, e.integration_client_id, e.email_address,
                   (SELECT id FROM users WHERE employee_id = e.id) AS "login_id?",
-                  p.id AS "period_id?", p.start_date AS "start_date?", p.terminated_date AS "terminated_date?"
+                  p.id AS "period_id?", p.start_date AS "start_date?", p.terminated_date AS "terminated_date?",
+                  e.purged_at IS NOT NULL AS "purged!"
            FROM employees e
            LEFT JOIN LATERAL (SELECT id, start_date, terminated_date FROM employment_periods
                               WHERE employee_id = e.id ORDER BY id DESC LIMIT 1) p ON true

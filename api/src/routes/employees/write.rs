@@ -268,8 +268,13 @@ pub async fn update(
         return Err(ApiError::NotFound);
     };
     // A purged employee is gone: nothing is written to it; a re-hire is told
-    // to hire the person as a new employee (docs/retention.md).
-    if let Some(d) = retention::employee_destruction(&mut *tx, id).await? {
+    // to hire the person as a new employee (docs/retention.md). Its
+    // destruction record is read only then.
+    let destruction = match current.purged {
+        true => retention::employee_destruction(&mut *tx, id).await?,
+        false => None,
+    };
+    if let Some(d) = destruction {
         return Err(if change.rehire {
             super::super::legal_holds::gone_rehire(d)
         } else {
@@ -320,7 +325,8 @@ pub async fn update(
     if !errors.is_empty() {
         return Err(ApiError::Validation(errors));
     }
-    check_references(&mut tx, fields, &visibility).await?;
+    // The references exist (missing_references above, in this transaction).
+    check_placement(fields, &visibility)?;
     if change.rehire && !current.is_terminated() {
         return Err(ApiError::Conflict(
             "Only a terminated employee can be re-hired; this one is active.".into(),
@@ -466,6 +472,11 @@ pub async fn check_references(
     visibility: &Visibility,
 ) -> ApiResult<()> {
     employee::check_references(conn, fields.location_id, fields.legal_entity_id.flatten()).await?;
+    check_placement(fields, visibility)
+}
+
+/// The caller must see the group it places the employee in (403).
+fn check_placement(fields: &EmployeeFields, visibility: &Visibility) -> ApiResult<()> {
     if fields
         .location_id
         .is_some_and(|group| !visibility.may_place_in(group))
