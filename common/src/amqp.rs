@@ -279,14 +279,7 @@ impl Topology {
             let Ok(ch) = connection.create_channel().await else {
                 return;
             };
-            let passive = QueueDeclareOptions {
-                passive: true,
-                ..QueueDeclareOptions::default()
-            };
-            match ch
-                .queue_declare(queue.as_str().into(), passive, FieldTable::default())
-                .await
-            {
+            match inspect_queue(&ch, &queue).await {
                 Err(_) => continue, // not there (the channel is closed by the broker)
                 Ok(q) if q.message_count() > 0 || q.consumer_count() > 0 => {
                     tracing::info!(%queue, waiting = q.message_count(), "an old delay queue still holds jobs; they return to their queues as they expire, and the queue is removed at a later start");
@@ -325,6 +318,19 @@ fn durable_exchange() -> ExchangeDeclareOptions {
         durable: true,
         ..Default::default()
     }
+}
+
+/// How many messages queue `name` holds ready and how many consumers it has,
+/// by a passive declare (which creates nothing). A queue that does not exist
+/// is an error, and the broker closes the channel.
+pub async fn inspect_queue(channel: &Channel, name: &str) -> Result<lapin::Queue, lapin::Error> {
+    let passive = QueueDeclareOptions {
+        passive: true,
+        ..QueueDeclareOptions::default()
+    };
+    channel
+        .queue_declare(name.into(), passive, FieldTable::default())
+        .await
 }
 
 fn durable_queue() -> QueueDeclareOptions {

@@ -21,7 +21,7 @@ use lapin::{
     message::Delivery,
     options::{
         BasicAckOptions, BasicCancelOptions, BasicConsumeOptions, BasicQosOptions,
-        BasicRejectOptions, ConfirmSelectOptions, QueueDeclareOptions,
+        BasicRejectOptions, ConfirmSelectOptions,
     },
     types::{AMQPValue, FieldTable, ShortString},
     BasicProperties, Channel, Connection,
@@ -219,14 +219,7 @@ async fn warn_unconsumed(channel: Channel, topology: Topology, every: Duration) 
     loop {
         for kind in JobKind::ALL {
             let queue = topology.queue(kind);
-            let passive = QueueDeclareOptions {
-                passive: true,
-                ..QueueDeclareOptions::default()
-            };
-            let Ok(q) = channel
-                .queue_declare(queue.as_str().into(), passive, FieldTable::default())
-                .await
-            else {
+            let Ok(q) = i9_common::amqp::inspect_queue(&channel, &queue).await else {
                 return; // the connection is going; the next one checks again
             };
             match watch.observe(kind, q.consumer_count(), q.message_count()) {

@@ -15,7 +15,7 @@ use i9_common::{
     },
     outbox,
 };
-use lapin::{options::QueueDeclareOptions, types::FieldTable, Channel};
+use lapin::Channel;
 use metrics::{counter, gauge, histogram, Unit};
 use sqlx::PgPool;
 use tokio::sync::watch;
@@ -137,14 +137,7 @@ pub async fn sample_queues(channel: Channel, topology: Topology, every: Duration
         .collect();
     loop {
         for queue in &queues {
-            let passive = QueueDeclareOptions {
-                passive: true,
-                ..QueueDeclareOptions::default()
-            };
-            let Ok(q) = channel
-                .queue_declare(queue.as_str().into(), passive, FieldTable::default())
-                .await
-            else {
+            let Ok(q) = i9_common::amqp::inspect_queue(&channel, queue).await else {
                 return;
             };
             gauge!(QUEUE_READY, "queue" => queue.clone()).set(f64::from(q.message_count()));
