@@ -385,7 +385,7 @@ async fn run(kind: Kind, args: &Args, cleanup: &mut Cleanup) -> anyhow::Result<(
         .output
         .clone()
         .unwrap_or_else(|| workspace_root().join("BENCHMARKS.md"));
-    report::write_section(&path, kind, &report::section(&results))?;
+    report::write_section(&path, kind.name(), &report::section(&results))?;
     eprintln!("wrote the {} section of {}", kind.name(), path.display());
     Ok(())
 }

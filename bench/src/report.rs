@@ -477,16 +477,17 @@ pub fn section(r: &Results) -> String {
     s
 }
 
-/// Replace the section of `kind` in the file at `path` (between its markers),
+/// Replace the section `name` in the file at `path` (between its markers
+/// `<!-- bench:<name> -->` and `<!-- /bench:<name> -->`),
 /// keeping the rest; a section not there yet goes before the inspection
 /// export's section, or at the end.
-pub fn write_section(path: &Path, kind: Kind, section: &str) -> anyhow::Result<()> {
+pub fn write_section(path: &Path, name: &str, section: &str) -> anyhow::Result<()> {
     let old = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => "# Benchmarks\n\n".to_owned(),
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
-    let text = replace_section(&old, kind.name(), section);
+    let text = replace_section(&old, name, section);
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
 }
 
