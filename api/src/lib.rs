@@ -236,6 +236,10 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/metrics", get(health::metrics))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            middleware::wake_relays,
+        ))
         .route_layer(axum::middleware::from_fn(middleware::track_metrics))
         .fallback(|| async { ApiError::NotFound })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

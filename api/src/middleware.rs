@@ -242,6 +242,17 @@ pub fn metrics_handle() -> PrometheusHandle {
     handle
 }
 
+/// A request that recorded a job wakes the outbox relays once it has been
+/// answered, its transaction committed (`i9_common::outbox`, which says why
+/// not by a `NOTIFY` inside the write).
+pub async fn wake_relays(
+    axum::extract::State(state): axum::extract::State<crate::state::AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
+    i9_common::outbox::waking_relays(&state.pool, next.run(req)).await
+}
+
 pub async fn track_metrics(req: Request, next: Next) -> Response {
     let start = Instant::now();
     let path = req

@@ -1,9 +1,10 @@
 //! The outbox relay: publishes committed jobs from `job_outbox` to RabbitMQ
 //! and marks them published.
 //!
-//! - Wakes on `NOTIFY i9_outbox` (sent at commit by [`crate::outbox::enqueue`])
-//!   and polls as a fallback, so a lost notification delays a job by at most
-//!   the poll interval.
+//! - Wakes after the commit of a write of its own process that recorded a job
+//!   ([`crate::outbox::waking_relays`]), on `NOTIFY i9_outbox` (sent after
+//!   the commit by a process without a relay), and polls as a fallback, so a
+//!   lost wake-up delays a job by at most the poll interval.
 //! - Claims rows with `FOR UPDATE SKIP LOCKED`: several relays (one per API
 //!   and worker process) share the work and never publish a row at the same time.
 //! - Publishes with publisher confirms and `mandatory`: a row is marked only
@@ -34,7 +35,11 @@ use sqlx::{postgres::PgListener, types::Json, PgPool};
 use tokio::sync::watch;
 use uuid::Uuid;
 
-use crate::{amqp::Topology, outbox::NOTIFY_CHANNEL, trace};
+use crate::{
+    amqp::Topology,
+    outbox::{self, NOTIFY_CHANNEL},
+    trace,
+};
 
 const MIN_BACKOFF: Duration = Duration::from_millis(200);
 /// A link up this long without a failure has worked.
@@ -103,11 +108,16 @@ impl Link {
 pub async fn run(pool: PgPool, config: RelayConfig, mut shutdown: watch::Receiver<bool>) {
     let mut link: Option<Link> = None;
     let mut backoff = MIN_BACKOFF;
+    // Woken after the commits of this process's writes (outbox::waking_relays),
+    // and by a NOTIFY from a process without a relay of its own.
+    let mut local = outbox::LocalRelay::register();
     let mut listener = listen(&pool).await;
     loop {
         if *shutdown.borrow() {
             break;
         }
+        // A wake-up from now on starts another round after this one.
+        local.wakes.borrow_and_update();
         if link.as_ref().is_some_and(|l| !l.usable()) {
             tracing::warn!(
                 ?backoff,
@@ -149,6 +159,7 @@ pub async fn run(pool: PgPool, config: RelayConfig, mut shutdown: watch::Receive
             Ok(_) => {
                 // Idle: wait for a notification, the poll interval, or shutdown.
                 tokio::select! {
+                    _ = local.wakes.changed() => {}
                     _ = wait_notification(&mut listener, &pool) => {}
                     _ = tokio::time::sleep(config.poll) => {}
                     _ = shutdown.changed() => {}

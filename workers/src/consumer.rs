@@ -14,6 +14,7 @@ use i9_common::{
     amqp::{self, Topology, ATTEMPT_HEADER, DELAY_HEADER, LEGACY_ATTEMPT_HEADER},
     dead_letters::{self, DeadLetter, DeadReason},
     jobs::{Envelope, JobKind},
+    outbox,
     retry::RetryPolicy,
     trace,
 };
@@ -398,9 +399,12 @@ async fn process(
         span.record("job_id", tracing::field::display(env.job_id));
     }
     trace::continue_trace(&span, &trace_fields(&d));
-    run_and_settle(ctx, config, channel, kind, d, attempt, env)
-        .instrument(span)
-        .await
+    // The jobs this one records are published once it has committed.
+    outbox::waking_relays(
+        &ctx.pool,
+        run_and_settle(ctx, config, channel, kind, d, attempt, env).instrument(span),
+    )
+    .await
 }
 
 /// Run the job of a delivery and settle it: ack, park for a retry, or dead-letter.

@@ -411,11 +411,13 @@ pub fn create_constraint(e: &sqlx::Error) -> Option<&str> {
 }
 
 /// Create an employee with its first period of employment, its audit entry
-/// (`action`, with `detail`) and, when given, its I-9 request and that
-/// request's job, in **one statement**: a create without an idempotency key
-/// or a sign-in needs no transaction (one round trip; BENCHMARKS.md shows
-/// what it is worth). `ssn_read`: the answer shows the full SSN, a read that
-/// is audited too.
+/// (`action`, e.g. `employee.create` or `partner.create`, with `detail`) and,
+/// when given, its I-9 request and that request's job, in **one statement**:
+/// a create without an idempotency key or a sign-in needs no transaction (one
+/// round trip; BENCHMARKS.md shows what it is worth). `ssn_read`: the answer
+/// shows the full SSN, a read that is audited too. A first period needs none
+/// of [`start_period`]'s checks: there is no earlier one to overlap or
+/// re-hire after.
 ///
 /// On a broken constraint the error is the database's: the caller finds out
 /// which rule it broke with [`check_references`] and [`holder`], in the
@@ -427,6 +429,7 @@ pub async fn create<R>(
     actor: &Actor,
     fields: &EmployeeFields,
     period: Period,
+    action: &str,
     detail: serde_json::Value,
     request: Option<&I9Request>,
     ssn_read: bool,
@@ -441,15 +444,7 @@ where
         .push(", ")
         .push_bind(period.terminated)
         .push(" FROM e)");
-    audit::push_cte(
-        &mut q,
-        "a",
-        actor,
-        "employee.create",
-        "employee",
-        "e",
-        Some(detail),
-    );
+    audit::push_cte(&mut q, "a", actor, action, "employee", "e", Some(detail));
     if ssn_read {
         audit::push_cte(&mut q, "s", actor, "ssn.read", "employee", "e", None);
     }
@@ -460,9 +455,6 @@ where
         " SELECT e.*, e.last_name || ', ' || e.first_name AS full_name, d.start_date, d.terminated_date,
                  'Not Started' AS i9_status, NULL::DATE AS i9_expiration, NULL::BIGINT AS section2_i9_id",
     );
-    if request.is_some() {
-        q.push(", (SELECT count(*) FROM n) AS notified");
-    }
     q.push(" FROM e, (SELECT ").push_bind(period.start);
     q.push("::DATE AS start_date, ")
         .push_bind(period.terminated);
