@@ -120,22 +120,23 @@ pub async fn claim(
     let hash = cipher.request_fingerprint(&request);
     // Records made before requests were compared as JSON: their raw bytes.
     let raw = [path.as_bytes(), b"\n", body].concat();
-    sqlx::query!(
-        "DELETE FROM idempotency_keys WHERE user_id = $1 AND idempotency_key = $2
-           AND created_at < now() - make_interval(secs => $3)",
-        user_id,
-        key,
-        IDEMPOTENCY_WINDOW.as_secs_f64(),
-    )
-    .execute(&mut *tx)
-    .await?;
+    // One statement claims the key: a new one is inserted; one whose record
+    // is older than the window is taken over (its record reset), as if it
+    // had been purged; a live one is left alone (no row affected) and read
+    // below. A concurrent claim of the same key waits for this transaction.
     let inserted = sqlx::query!(
         "INSERT INTO idempotency_keys (user_id, idempotency_key, request_path, request_hash)
-         VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+         VALUES ($1, $2, $3, $4)
+         ON CONFLICT (user_id, idempotency_key) DO UPDATE
+           SET request_path = EXCLUDED.request_path, request_hash = EXCLUDED.request_hash,
+               response_status = NULL, response_headers = NULL, resource_id = NULL,
+               section1_request_id = NULL, created_at = now()
+           WHERE idempotency_keys.created_at < now() - make_interval(secs => $5)",
         user_id,
         key,
         path,
         &hash,
+        IDEMPOTENCY_WINDOW.as_secs_f64(),
     )
     .execute(&mut *tx)
     .await?;

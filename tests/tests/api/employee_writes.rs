@@ -1303,6 +1303,57 @@ async fn a_record_older_than_24_hours_is_not_replayed() {
     assert_eq!(counts(&app).await.0, 4);
 }
 
+/// An expired record is taken over by the next request with its key, even
+/// one with another body: that request is done (not a `reused` 422), and the
+/// record then keeps its outcome, not the old one.
+#[tokio::test]
+async fn an_expired_key_is_claimed_afresh_by_a_new_request() {
+    let app = spawn_app().await;
+    let admin = app.token(ADMIN).await;
+    let send = |body: Value| {
+        app.http
+            .post(app.url("/v1/employees"))
+            .bearer_auth(&admin)
+            .header("idempotency-key", "reused-key")
+            .json(&body)
+            .send()
+    };
+    let first: Value = send(ana()).await.unwrap().json().await.unwrap();
+    sqlx::query("UPDATE idempotency_keys SET created_at = now() - interval '25 hours'")
+        .execute(app.pool())
+        .await
+        .unwrap();
+    let other = json!({"firstName": "Bo", "lastName": "Ek", "locationId": 3,
+                       "startDate": "11/05/2026", "profileId": "EMP-2002"});
+    let r = send(other.clone()).await.unwrap();
+    assert_eq!(r.status(), 201);
+    assert!(r.headers().get("idempotent-replayed").is_none());
+    let second: Value = r.json().await.unwrap();
+    assert_ne!(second["id"], first["id"]);
+    // The same body again replays the second request, not the first.
+    let r = send(other).await.unwrap();
+    assert_eq!(r.status(), 201);
+    assert!(r.headers().get("idempotent-replayed").is_some());
+    let replayed: Value = r.json().await.unwrap();
+    assert_eq!(replayed["id"], second["id"]);
+    let rows: Vec<(Option<i64>, bool)> = sqlx::query_as(
+        "SELECT resource_id, created_at > now() - interval '1 hour' FROM idempotency_keys",
+    )
+    .fetch_all(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        rows,
+        [(second["id"].as_i64(), true)],
+        "one record, the new one's"
+    );
+    assert_eq!(
+        counts(&app).await.0,
+        5,
+        "the two employees and the fixture's three"
+    );
+}
+
 /// Six bad fields written into `body`, and the errors they must get.
 fn six_bad_fields(body: &mut Value) -> Vec<(String, String)> {
     for (field, value) in [
