@@ -32,7 +32,7 @@ use uuid::Uuid;
 
 use super::employees::{
     input::{PartnerHire, RehireI9},
-    write::{check_references, check_unique, read_body, section1_link},
+    write::{check_references, check_unique, create_error, read_body, section1_link},
 };
 use crate::list::Format;
 use crate::{
@@ -222,8 +222,18 @@ pub async fn section1(
     }
     let fields = &hire.fields;
     ssn_writes::admit(&state, &caller, fields.new_ssn()).await?;
-    check_references(&mut tx, fields, &visibility).await?;
     let existing = employee::lock_candidate(&mut tx, caller.client_id, candidate).await?;
+    // A new candidate's references are checked by its insert, as `POST
+    // /v1/employees` does: a group the caller may place in exists, so the
+    // usual push asks nothing of the database first (`create_error`
+    // explains a failed insert). A re-hire's update is checked first.
+    if existing.is_some()
+        || fields
+            .location_id
+            .is_some_and(|group| !visibility.may_place_in(group))
+    {
+        check_references(&mut tx, fields, &visibility).await?;
+    }
     // The employer may have moved the candidate's employee out of the
     // partner's reach: a partner never writes what it cannot read.
     if let Some((id, current)) = &existing {
@@ -243,7 +253,23 @@ pub async fn section1(
     let transaction = Uuid::new_v4().to_string();
     // The matching rule (docs/partners.md, "The service matches the employee").
     let on_supplement_b = hire.rehire_i9 == RehireI9::SupplementB;
-    let (id, action) = match existing {
+    let new_request = || {
+        I9Request::new(
+            hire.onboarding,
+            &state.config.public_base_url,
+            state.config.section1_link_ttl,
+        )
+        .of_partner_push(transaction.clone())
+    };
+    let detail = || {
+        let mut detail =
+            serde_json::json!({ "candidate": candidate, "onboardingType": hire.onboarding });
+        if on_supplement_b {
+            detail["rehireI9"] = "supplementB".into();
+        }
+        detail
+    };
+    let (id, hired) = match existing {
         None if on_supplement_b => {
             return Err(ApiError::Validation(vec![FieldError::new(
                 "rehireI9",
@@ -255,10 +281,30 @@ pub async fn section1(
             )]))
         }
         None => {
-            check_unique(&mut tx, &state, &caller, &visibility, fields, None).await?;
-            let id = employee::insert(&mut tx, &state.cipher, fields).await?;
-            employee::start_period(&mut tx, id, start, base).await?;
-            (id, "partner.create")
+            // The employee, its first period, its I-9 request with the job
+            // that creates the I-9, and the audit entry: one statement
+            // (`employee::create`); its unique indexes answer for a taken
+            // profileId or SSN.
+            let request = new_request();
+            let created: Result<NewEmployee, sqlx::Error> = employee::create(
+                &mut tx,
+                &state.cipher,
+                &actor,
+                fields,
+                start,
+                "partner.create",
+                detail(),
+                Some(&request),
+                false,
+            )
+            .await;
+            match created {
+                Ok(new) => (new.id, Hired::New(request)),
+                Err(e) => {
+                    drop(tx);
+                    return Err(create_error(e, &state, &caller, &visibility, fields).await);
+                }
+            }
         }
         Some((id, current)) if current.is_terminated() => {
             // The new period starts after the ended one (docs/api.md,
@@ -300,7 +346,7 @@ pub async fn section1(
             if on_supplement_b {
                 supplement_b::rehire(&mut tx, &actor, id, state.config.today(), "rehireI9").await?;
             }
-            (id, "partner.rehire")
+            (id, Hired::Rehired)
         }
         Some((id, _)) => {
             return Err(ApiError::Conflict(still_employed(
@@ -326,24 +372,21 @@ pub async fn section1(
         },
     )
     .await?;
-    let request = if on_supplement_b {
-        None
-    } else {
-        let request = I9Request::new(
-            hire.onboarding,
-            &state.config.public_base_url,
-            state.config.section1_link_ttl,
-        )
-        .of_partner_push(transaction);
-        request.insert(&mut tx, &state.cipher, id).await?;
-        Some(request)
+    let request = match hired {
+        // Recorded, with its job and the audit entry, by the insert.
+        Hired::New(request) => Some(request),
+        Hired::Rehired => {
+            let request = if on_supplement_b {
+                None
+            } else {
+                let request = new_request();
+                request.insert(&mut tx, &state.cipher, id).await?;
+                Some(request)
+            };
+            employee::audit(&mut tx, &actor, "partner.rehire", id, detail()).await?;
+            request
+        }
     };
-    let mut detail =
-        serde_json::json!({ "candidate": candidate, "onboardingType": hire.onboarding });
-    if on_supplement_b {
-        detail["rehireI9"] = "supplementB".into();
-    }
-    employee::audit(&mut tx, &actor, action, id, detail).await?;
 
     let location = format!("/v1/employees/{id}");
     let outcome = Outcome {
@@ -364,6 +407,21 @@ pub async fn section1(
         &answer,
     )
     .await
+}
+
+/// The employee a push created: its id, read from the insert's answer.
+#[derive(FromRow)]
+struct NewEmployee {
+    id: i64,
+}
+
+/// What a push did to its candidate's employee.
+enum Hired {
+    /// Created it, with the I-9 request (recorded in the same statement).
+    New(I9Request),
+    /// Re-hired it (a terminated employee): its request and audit entry
+    /// are written after the partner link.
+    Rehired,
 }
 
 /// The 409 of a push of a candidate whose employee is still employed

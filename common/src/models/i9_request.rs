@@ -91,14 +91,17 @@ impl I9Request {
     pub fn push_ctes(&self, q: &mut QueryBuilder<'_, Postgres>, cipher: &DataCipher) {
         q.push(
             ", r AS (INSERT INTO i9_requests (id, employee_id, remote, onboarding_type, section1_token_hash,
-                                              section1_token_ciphertext, section1_expires_at) SELECT ",
+                                              section1_token_ciphertext, section1_expires_at,
+                                              integration_transaction_id) SELECT ",
         );
         q.push_bind(self.id).push(", e.id, ");
         q.push_bind(self.onboarding.is_remote()).push(", ");
         q.push_bind(self.onboarding).push(", ");
         q.push_bind(token_hash(&self.token)).push(", ");
         q.push_bind(cipher.encrypt(Purpose::Section1Token, self.token.as_bytes()));
-        q.push(", ").push_bind(self.expires).push(" FROM e)");
+        q.push(", ").push_bind(self.expires).push(", ");
+        q.push_bind(self.integration_transaction_id.clone());
+        q.push(" FROM e)");
         outbox::push_ctes(q, &self.envelope, "e");
     }
 }

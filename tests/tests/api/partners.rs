@@ -64,6 +64,25 @@ async fn a_new_candidate_becomes_an_employee_with_an_i9_request() {
         .await
         .unwrap();
     assert!(remote);
+    // The request carries the push's transaction id into the I-9; one audit
+    // entry and one job that creates the I-9 (one statement writes them).
+    let (transaction, audited, jobs): (Option<String>, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT integration_transaction_id FROM i9_requests WHERE employee_id = $1),
+                (SELECT count(*) FROM audit_log WHERE resource_type = 'employee'
+                   AND resource_id = $1::TEXT AND action = 'partner.create'),
+                (SELECT count(*) FROM job_outbox o JOIN i9_requests r
+                   ON o.payload::TEXT LIKE '%' || r.id::TEXT || '%'
+                 WHERE r.employee_id = $1 AND o.kind = 'create_i9')",
+    )
+    .bind(id)
+    .fetch_one(app.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        transaction.as_deref(),
+        e["IntegrationTransactionId"].as_str()
+    );
+    assert_eq!((audited, jobs), (1, 1));
     // Other employees carry no integration fields.
     let admin = app.token(ADMIN).await;
     let maria = app

@@ -142,6 +142,7 @@ pub async fn create(
         &actor,
         fields,
         change.period(),
+        "employee.create",
         change.audit_detail(),
         request.as_ref(),
         ssn_read,
@@ -283,8 +284,10 @@ pub async fn update(
     }
     ssn_writes::admit(&state, &caller, fields.new_ssn()).await?;
     // One 422 names every field: a missing reference with what the stored
-    // record makes wrong (docs/api.md, "Writing employees").
-    let mut errors = missing_references(&mut tx, fields).await?;
+    // record makes wrong (docs/api.md, "Writing employees"). The employee's
+    // own group exists (its row, locked, refers to it): a body that sends it
+    // back unchanged, as most do, asks nothing more of the database.
+    let mut errors = missing_references(&mut tx, fields, current.location_id).await?;
     let email = match fields.email() {
         Some(v) => v.map(str::to_owned),
         None => current.email_address.clone(),
@@ -450,14 +453,19 @@ where
 }
 
 /// The `not_found` errors of a `locationId` or `legalEntity` that names
-/// nothing, for a 422 that also names other fields.
+/// nothing, for a 422 that also names other fields; `current_location`, the
+/// group the employee is in now, is known to exist.
 async fn missing_references(
     conn: &mut PgConnection,
     fields: &EmployeeFields,
+    current_location: i64,
 ) -> ApiResult<Vec<FieldError>> {
-    match employee::check_references(conn, fields.location_id, fields.legal_entity_id.flatten())
-        .await
-    {
+    let location = fields.location_id.filter(|l| *l != current_location);
+    let legal_entity = fields.legal_entity_id.flatten();
+    if location.is_none() && legal_entity.is_none() {
+        return Ok(Vec::new());
+    }
+    match employee::check_references(conn, location, legal_entity).await {
         Ok(()) => Ok(Vec::new()),
         Err(WriteError::Invalid(missing)) => Ok(missing),
         Err(e) => Err(e.into()),
@@ -581,7 +589,7 @@ pub async fn section1_link(
 /// see [`check_unique`]). The unique index fires before the foreign keys
 /// are checked: a request with a missing reference is refused for that, so
 /// that it does not tell whether its SSN is taken (api/src/ssn_writes.rs).
-async fn create_error(
+pub(crate) async fn create_error(
     e: sqlx::Error,
     state: &AppState,
     caller: &Caller,
