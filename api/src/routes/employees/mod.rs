@@ -518,10 +518,12 @@ pub async fn load(state: &AppState, caller: &Caller, id: i64) -> ApiResult<Emplo
 /// The record as `caller` may see it, read through `conn` (a write's own
 /// transaction, so its response shows what it wrote); `None` when there is
 /// none or the caller cannot see it. One statement reads the record with
-/// everything it shows (its I-9s, hold, E-Verify case, destruction), and
-/// checks visibility, so the record costs one round trip, and a second only
-/// when a full SSN is disclosed: visibility is checked before the SSN is
-/// decrypted, so only a disclosed number is audited.
+/// everything it shows (its I-9s, hold, E-Verify case, destruction), checks
+/// visibility and, for a caller shown full SSNs (permission 12), writes the
+/// `ssn.read` audit entry of a record that has one and that the caller sees:
+/// one round trip, and the entry is committed with the read (a GET's
+/// statement commits on its own before the answer leaves), so an answer never
+/// shows a number the audit log does not hold.
 pub async fn fetch(
     conn: &mut sqlx::PgConnection,
     state: &AppState,
@@ -530,12 +532,22 @@ pub async fn fetch(
     id: i64,
 ) -> ApiResult<Option<EmployeeRecord>> {
     let (groups, client) = visibility.as_params();
+    let audit_ssn = caller.has(Permission::FullSsn);
+    let actor = caller.actor();
     // The latest I-9 is joined as in LATEST_I9 (a macro takes no constant);
     // the hold is the view `employee_holds` (migrations/20261125100000_read_folds.sql),
-    // as retention::held reads it; visibility is Visibility::sees.
+    // as retention::held reads it; visibility is Visibility::sees, in the
+    // audit entry's condition too (audit::record_each writes such entries).
     let row = sqlx::query_as!(
         EmployeeRow,
-        r#"SELECT e.id, e.last_name || ', ' || e.first_name AS "full_name!", e.first_name, e.last_name,
+        r#"WITH ssn_read AS (
+               INSERT INTO audit_log (user_id, client_id, action, resource_type, resource_id, request_id)
+               SELECT $5, $6, 'ssn.read', 'employee', a.id::TEXT, $7 FROM employees a
+               WHERE $4 AND a.id = $1 AND a.ssn_ciphertext IS NOT NULL
+                 AND ($2::BIGINT[] IS NULL OR a.location_id = ANY($2))
+                 AND ($3::BIGINT IS NULL OR a.integration_client_id = $3)
+           )
+           SELECT e.id, e.last_name || ', ' || e.first_name AS "full_name!", e.first_name, e.last_name,
                   e.middle_name, e.date_of_birth, p.start_date AS "start_date?",
                   p.terminated_date AS "terminated_date?", e.profile_id, e.other_name, e.job_title,
                   e.email_address, e.location_id, e.legal_entity_id, e.language_preference,
@@ -581,6 +593,10 @@ pub async fn fetch(
         id,
         groups.as_deref(),
         client,
+        audit_ssn,
+        actor.user_id,
+        actor.client_id,
+        actor.request_id,
     )
     .fetch_optional(&mut *conn)
     .await?;
@@ -597,9 +613,6 @@ pub async fn fetch(
         rec.ssn_ciphertext.as_deref(),
         rec.ssn_last4.as_deref(),
     )?;
-    if rec.ssn_ciphertext.is_some() && caller.has(Permission::FullSsn) {
-        audit::record_ssn_reads(&mut *conn, caller, "employee", &[id]).await?;
-    }
     rec.i9_status = EmployeeI9Status::of_latest(rec.latest_i9_status);
     // Section 2 is due once the latest I-9 allows recording it.
     rec.section2_i9_id = rec.latest_i9_id.filter(|_| {
