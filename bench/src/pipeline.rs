@@ -319,6 +319,8 @@ pub struct Results {
     pub load_before: [f64; 3],
     pub load_after: [f64; 3],
     pub writes: LoadResult,
+    /// The commit probe: (statement, commits per second, p50 ms).
+    pub probe: Vec<(&'static str, f64, f64)>,
     /// Outbox rows the write load left; how many more POSTs topped the
     /// backlog up, or how many rows beyond `--jobs` were set aside.
     pub left: u64,
@@ -417,6 +419,68 @@ async fn fixed_count(target: &Target, count: u64, connections: usize) -> anyhow:
     Ok(ok)
 }
 
+/// Connections of the commit probe.
+const PROBE_CONNECTIONS: usize = 32;
+const PROBE_TIME: Duration = Duration::from_secs(3);
+
+/// One-row inserts, each its own transaction, with and without a `NOTIFY`
+/// in it, `PROBE_CONNECTIONS` at a time for `PROBE_TIME` each: commits per
+/// second and the p50 in ms. A transaction that notifies holds a lock of the
+/// whole server from before its commit until after it (the notification
+/// queue's order), so notifying commits are serialized, each waiting for the
+/// previous one's WAL flush.
+async fn commit_probe(url: &str) -> anyhow::Result<Vec<(&'static str, f64, f64)>> {
+    let pool = PgPoolOptions::new()
+        .max_connections(u32::try_from(PROBE_CONNECTIONS)?)
+        .acquire_timeout(Duration::from_secs(10))
+        .connect(url)
+        .await
+        .context("connecting the commit probe")?;
+    sqlx::raw_sql("CREATE TABLE commit_probe (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v TEXT)")
+        .execute(&pool)
+        .await?;
+    let mut out = Vec::new();
+    for (name, sql) in [
+        (
+            "`INSERT` of one row",
+            "INSERT INTO commit_probe (v) VALUES ('x')",
+        ),
+        (
+            "the same `INSERT` and `pg_notify` in one statement (as the API's write)",
+            "WITH i AS (INSERT INTO commit_probe (v) VALUES ('x') RETURNING id),
+                  n AS (SELECT pg_notify('i9_bench_probe', ''))
+             SELECT (SELECT count(*) FROM n) FROM i",
+        ),
+    ] {
+        let deadline = Instant::now() + PROBE_TIME;
+        let t0 = Instant::now();
+        let mut tasks = tokio::task::JoinSet::new();
+        for _ in 0..PROBE_CONNECTIONS {
+            let pool = pool.clone();
+            tasks.spawn(async move {
+                let mut h = histogram()?;
+                let mut n = 0u64;
+                while Instant::now() < deadline && n < 1_000_000 {
+                    let t = Instant::now();
+                    sqlx::query(sql).execute(&pool).await?;
+                    h.saturating_record(micros(t.elapsed()));
+                    n += 1;
+                }
+                anyhow::Ok(h)
+            });
+        }
+        let mut all = histogram()?;
+        while let Some(joined) = tasks.join_next().await {
+            all.add(joined.context("a probe task failed")??)
+                .context("merging histograms")?;
+        }
+        let took = t0.elapsed().as_secs_f64();
+        out.push((name, all.len() as f64 / took, quantile_ms(&all, 0.5)));
+    }
+    pool.close().await;
+    Ok(out)
+}
+
 /// The bare program's database: the least a `create_i9` transaction needs.
 const BARE_SCHEMA: &str = r#"
 CREATE TABLE employees (
@@ -500,6 +564,7 @@ const BARE_REQUESTS_FROM_OURS: &str = r#"SELECT r.id, r.employee_id, r.remote, r
   WHERE o.published_at IS NULL"#;
 
 struct Bare {
+    url: String,
     pool: PgPool,
     queue: String,
     calendar: Arc<Calendar>,
@@ -552,6 +617,7 @@ async fn start_bare(
         .with_context(|| format!("declaring {name}"))?;
     let _ = conn.close(200, "declared".into()).await;
     Ok(Bare {
+        url,
         pool,
         queue: name,
         calendar: Arc::new(Calendar::with_closed_days(closed)),
@@ -1272,7 +1338,8 @@ async fn run(
     let target = create_i9_target(&ours, &ids);
     let writes = load::throughput(&target, &settings).await?;
     let r = writes.requests_per_second();
-    eprintln!("writes: R = {r:.1} per second");
+    eprintln!("writes: R = {r:.1} per second; commits with and without NOTIFY...");
+    let probe = commit_probe(&bare.url).await?;
 
     // 2. The backlog: exactly `--jobs` rows.
     let left = count(&ours.poll_pool, BACKLOG_LEFT).await?;
@@ -1351,6 +1418,7 @@ async fn run(
     let t0 = Instant::now();
     let consumer = {
         let bare = Bare {
+            url: bare.url.clone(),
             pool: bare.pool.clone(),
             queue: bare.queue.clone(),
             calendar: bare.calendar.clone(),
@@ -1437,6 +1505,7 @@ async fn run(
         load_before,
         load_after: sys::load_average(),
         writes,
+        probe,
         left: u64::try_from(left)?,
         topped_up,
         set_aside,
@@ -1512,6 +1581,16 @@ pub fn tables(r: &Results) -> String {
         w.ok,
         errors
     );
+    let _ = writeln!(
+        s,
+        "\nWhat bounds R: Postgres commits of one-row inserts in a table of their own, {PROBE_CONNECTIONS} connections, {} s each, without and with a `NOTIFY` (a notifying transaction holds a lock of the whole server from before its commit until after it, so notifying commits are serialized, each waiting for the WAL flush of the one before):\n",
+        PROBE_TIME.as_secs()
+    );
+    let _ = writeln!(s, "| statement (autocommit) | commits per second | p50 ms |");
+    let _ = writeln!(s, "|---|---:|---:|");
+    for (name, rate, p50) in &r.probe {
+        let _ = writeln!(s, "| {name} | {rate:.1} | {p50:.2} |");
+    }
     let _ = writeln!(
         s,
         "\n#### The stages, each alone on the machine ({} `create_i9` jobs, {} callbacks)\n",
