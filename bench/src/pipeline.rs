@@ -359,10 +359,7 @@ async fn wait_count(
             return Ok(t0.elapsed());
         }
         if t0.elapsed() > deadline {
-            bail!(
-                "{n} of {target} after {} s: {sql}",
-                deadline.as_secs()
-            );
+            bail!("{n} of {target} after {} s: {sql}", deadline.as_secs());
         }
         // Every 20 ms at first, then every 1/200 of the time so far (at most
         // 1 s): the end is found to within 0.5 %, and a count over tens of
@@ -404,7 +401,10 @@ async fn fixed_count(target: &Target, count: u64, connections: usize) -> anyhow:
                 if status != target.expect {
                     bail!(
                         "topping up the backlog: HTTP {status}: {}",
-                        String::from_utf8_lossy(&body).chars().take(300).collect::<String>()
+                        String::from_utf8_lossy(&body)
+                            .chars()
+                            .take(300)
+                            .collect::<String>()
                     );
                 }
                 ok += 1;
@@ -436,9 +436,11 @@ async fn commit_probe(url: &str) -> anyhow::Result<Vec<(&'static str, f64, f64)>
         .connect(url)
         .await
         .context("connecting the commit probe")?;
-    sqlx::raw_sql("CREATE TABLE commit_probe (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v TEXT)")
-        .execute(&pool)
-        .await?;
+    sqlx::raw_sql(
+        "CREATE TABLE commit_probe (id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v TEXT)",
+    )
+    .execute(&pool)
+    .await?;
     let mut out = Vec::new();
     for (name, sql) in [
         (
@@ -603,7 +605,10 @@ async fn start_bare(
     let conn = amqp_connect().await?;
     let channel = conn.create_channel().await?;
     let mut args = FieldTable::default();
-    args.insert("x-queue-type".into(), AMQPValue::LongString("quorum".into()));
+    args.insert(
+        "x-queue-type".into(),
+        AMQPValue::LongString("quorum".into()),
+    );
     channel
         .queue_declare(
             name.as_str().into(),
@@ -760,10 +765,7 @@ async fn bare_publish(queue: &str, messages: &[Message]) -> anyhow::Result<Drain
 /// the job done; a request with its I-9 already is only recorded done.
 async fn bare_create_i9(pool: &PgPool, calendar: &Calendar, data: &[u8]) -> anyhow::Result<()> {
     let envelope: serde_json::Value = serde_json::from_slice(data)?;
-    let job_id: Uuid = envelope["job_id"]
-        .as_str()
-        .context("no job_id")?
-        .parse()?;
+    let job_id: Uuid = envelope["job_id"].as_str().context("no job_id")?.parse()?;
     let request: Uuid = envelope["request_id"]
         .as_str()
         .context("no request_id")?
@@ -936,10 +938,9 @@ async fn bare_callbacks(ours: &Ours, count: usize) -> anyhow::Result<Drain> {
     .await
     .context("the partner's signing secret")?;
     let cipher = DataCipher::from_config(&ours.config);
-    let secrets =
-        i9_common::signing_secrets::valid(&ours.poll_pool, &cipher, client_id, &secret)
-            .await
-            .map_err(|e| anyhow!("the partner's signing secrets: {e}"))?;
+    let secrets = i9_common::signing_secrets::valid(&ours.poll_pool, &cipher, client_id, &secret)
+        .await
+        .map_err(|e| anyhow!("the partner's signing secrets: {e}"))?;
     let events: Vec<(String, Vec<u8>)> = rows
         .iter()
         .map(|r| {
@@ -1042,8 +1043,8 @@ async fn open_post(
     if let Some(token) = &target.token {
         request = request.bearer_auth(token);
     }
-    let due_wall = chrono::Utc::now()
-        - chrono::Duration::from_std(due.elapsed()).unwrap_or_default();
+    let due_wall =
+        chrono::Utc::now() - chrono::Duration::from_std(due.elapsed()).unwrap_or_default();
     let sent = async {
         let response = request.send().await?;
         let status = response.status();
@@ -1244,9 +1245,18 @@ async fn steps(
         }
     }
     let mut steps = vec![
-        ("the POST due → its statement began (`job_outbox.created_at`)", histogram()?),
-        ("→ the relay claimed the row (`job_outbox.published_at`)", histogram()?),
-        ("→ the worker inserted the I-9 (`i9s.date_created`)", histogram()?),
+        (
+            "the POST due → its statement began (`job_outbox.created_at`)",
+            histogram()?,
+        ),
+        (
+            "→ the relay claimed the row (`job_outbox.published_at`)",
+            histogram()?,
+        ),
+        (
+            "→ the worker inserted the I-9 (`i9s.date_created`)",
+            histogram()?,
+        ),
         ("→ the bench saw the I-9 (commit, ack, poll)", histogram()?),
     ];
     let us = |d: chrono::TimeDelta| u64::try_from(d.num_microseconds().unwrap_or(0)).unwrap_or(0);
@@ -1569,7 +1579,10 @@ pub fn tables(r: &Results) -> String {
         "#### The API's highest write rate R ({} connections, closed loop, {} s measured after {} s warm-up; the relay and the worker not running)\n",
         a.connections, a.duration, a.warmup
     );
-    let _ = writeln!(s, "| request | R (201s per second) | p50 / p99 ms | 201s | errors |");
+    let _ = writeln!(
+        s,
+        "| request | R (201s per second) | p50 / p99 ms | 201s | errors |"
+    );
     let _ = writeln!(s, "|---|---:|---:|---:|---|");
     let errors = map_cell(&w.errors);
     let _ = writeln!(
@@ -1586,7 +1599,10 @@ pub fn tables(r: &Results) -> String {
         "\nWhat bounds R: Postgres commits of one-row inserts in a table of their own, {PROBE_CONNECTIONS} connections, {} s each, without and with a `NOTIFY` (a notifying transaction holds a lock of the whole server from before its commit until after it, so notifying commits are serialized, each waiting for the WAL flush of the one before):\n",
         PROBE_TIME.as_secs()
     );
-    let _ = writeln!(s, "| statement (autocommit) | commits per second | p50 ms |");
+    let _ = writeln!(
+        s,
+        "| statement (autocommit) | commits per second | p50 ms |"
+    );
     let _ = writeln!(s, "|---|---:|---:|");
     for (name, rate, p50) in &r.probe {
         let _ = writeln!(s, "| {name} | {rate:.1} | {p50:.2} |");
@@ -1640,10 +1656,7 @@ pub fn tables(r: &Results) -> String {
         "\n#### Time from POST to I-9 at R/2 = {:.1} POSTs per second (open loop, {} s measured after {} s warm-up; the relay and one worker serving every kind running)\n",
         o.rate, a.duration, a.warmup
     );
-    let _ = writeln!(
-        s,
-        "| measure | p50 ms | p99 ms | counted | failures |"
-    );
+    let _ = writeln!(s, "| measure | p50 ms | p99 ms | counted | failures |");
     let _ = writeln!(s, "|---|---:|---:|---:|---|");
     let _ = writeln!(
         s,
@@ -1731,7 +1744,12 @@ pub fn tables(r: &Results) -> String {
     cpu_row(&mut s, "worker", "bare", &r.worker.bare.cpu);
     cpu_row(&mut s, "callbacks", "ours", &r.callbacks.ours.cpu);
     cpu_row(&mut s, "callbacks", "bare", &r.callbacks.bare.cpu);
-    cpu_row(&mut s, "open loop at R/2", "ours (API, relay, worker)", &o.cpu);
+    cpu_row(
+        &mut s,
+        "open loop at R/2",
+        "ours (API, relay, worker)",
+        &o.cpu,
+    );
     s
 }
 
@@ -1845,10 +1863,18 @@ pub fn section(r: &Results) -> String {
     let _ = writeln!(s, "### Results\n");
     s.push_str(&tables(r));
     if let Some(e) = &r.writes.first_error {
-        let _ = writeln!(s, "\nFirst error of the write load: `{}`", e.replace('`', "'"));
+        let _ = writeln!(
+            s,
+            "\nFirst error of the write load: `{}`",
+            e.replace('`', "'")
+        );
     }
     if let Some(e) = &r.open.first_error {
-        let _ = writeln!(s, "\nFirst error of the open loop: `{}`", e.replace('`', "'"));
+        let _ = writeln!(
+            s,
+            "\nFirst error of the open loop: `{}`",
+            e.replace('`', "'")
+        );
     }
     if let Some(e) = &r.open.i9_first_failure {
         let _ = writeln!(
