@@ -875,7 +875,7 @@ async fn bare_consume(bare: &Bare, mut stop: watch::Receiver<bool>) -> anyhow::R
 /// Link `count` of the backlog's employees (with their I-9s) to the partner
 /// and record a status event of each I-9 as ours does
 /// (`events::record_status_change`: the event and its callback job, in the
-/// outbox). Returns the event ids.
+/// outbox), one transaction each, `PREFETCH` at a time.
 async fn make_callbacks(ours: &Ours, count: usize) -> anyhow::Result<()> {
     let i9s: Vec<i64> = sqlx::query_scalar(
         "WITH linked AS (
