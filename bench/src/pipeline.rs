@@ -1173,7 +1173,7 @@ async fn open_loop(
                 before = Some(sys::CpuSnapshot::take());
                 window_start = Some(due);
             }
-            let sampled = measured && (i - warm_n) % every == 0;
+            let sampled = measured && (i - warm_n).is_multiple_of(every);
             i += 1;
             if in_flight.load(Ordering::Relaxed) >= MAX_IN_FLIGHT {
                 if measured {
