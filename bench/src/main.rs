@@ -24,6 +24,7 @@ mod faults;
 mod load;
 mod modes;
 mod ours;
+mod pipeline;
 mod report;
 mod seed;
 mod sys;
@@ -56,6 +57,8 @@ enum Mode {
     Writes(Args),
     /// GET of one employee (group visibility; full SSN) and the employee and I-9 lists.
     Reads(Args),
+    /// The outbox relay, the worker and the callbacks against the API's write rate.
+    Pipeline(pipeline::PipelineArgs),
     /// The fault suite: writes RELIABILITY.md (scripts/faults.sh).
     Faults(faults::FaultArgs),
 }
@@ -273,6 +276,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let (kind, args) = match cli.mode {
         Some(Mode::Faults(args)) => return faults::main(args).await,
+        Some(Mode::Pipeline(args)) => return pipeline::main(args).await,
         Some(Mode::Writes(args)) => (Kind::Writes, args),
         Some(Mode::Reads(args)) => (Kind::Reads, args),
         None => (Kind::Writes, cli.bench),

@@ -47,6 +47,23 @@ pub struct Ours {
     /// The bench's own connections, for polling and reading `ours`' database.
     pub poll_pool: PgPool,
     pub database_url: String,
+    /// The API's configuration (the relay and workers started later take it).
+    pub config: Config,
+    /// The API's pool (32 connections), which its outbox relay shares.
+    pub pool: PgPool,
+    /// The queues and exchanges of this run.
+    pub topology: Topology,
+    /// The bench's receiver of the partner's callbacks (answers 204).
+    pub callback_url: String,
+}
+
+/// Which of ours' background parts [`start_with`] starts beside the API.
+#[derive(Debug, Clone, Copy)]
+pub struct Parts {
+    /// The outbox relay, on the API's pool (as `i9-api` runs it).
+    pub relay: bool,
+    /// One worker serving every job kind, prefetch 16, a pool of 16.
+    pub worker: bool,
 }
 
 impl Ours {
@@ -122,6 +139,55 @@ pub async fn start(
     poll_connections: usize,
     cleanup: &mut Cleanup,
 ) -> anyhow::Result<Ours> {
+    let parts = Parts {
+        relay: true,
+        worker: true,
+    };
+    start_with(run_id, poll_connections, parts, cleanup).await
+}
+
+/// The outbox relay on `pool`, until `stop` turns true.
+pub fn spawn_relay(
+    pool: &PgPool,
+    config: &Config,
+    topology: &Topology,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let relay_config = relay::RelayConfig::new(config.amqp_url.clone(), topology.clone());
+    tokio::spawn(relay::run(pool.clone(), relay_config, stop))
+}
+
+/// One worker serving `kinds` (prefetch 16) on a pool of its own, as the
+/// separate `i9-worker` process has: 16 connections, as many as the messages
+/// it takes at once (the server's 100 connection slots are shared by every
+/// pool of the run). Runs until `stop` turns true; the pool closes with it.
+pub async fn spawn_worker(
+    config: &Config,
+    topology: &Topology,
+    kinds: Vec<JobKind>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
+    let mut worker_config = config.clone();
+    worker_config.database_max_connections = 16;
+    let worker_pool = i9_common::db::connect(&worker_config).await?;
+    let ctx = i9_workers::Context::new(config.clone(), worker_pool.clone())?;
+    let mut wc = WorkerConfig::new(kinds, topology.clone());
+    wc.prefetch = 16;
+    Ok(tokio::spawn(async move {
+        if let Err(e) = i9_workers::consumer::run(ctx, wc, stop).await {
+            eprintln!("worker stopped: {e:#}");
+        }
+        worker_pool.close().await;
+    }))
+}
+
+/// [`start`], with the relay and the worker only as `parts` says.
+pub async fn start_with(
+    run_id: &str,
+    poll_connections: usize,
+    parts: Parts,
+    cleanup: &mut Cleanup,
+) -> anyhow::Result<Ours> {
     let db_url = cleanup
         .create_database(&format!("i9_bench_{run_id}"))
         .await?;
@@ -167,35 +233,20 @@ pub async fn start(
     // The API process relays the outbox it writes (as `i9-api` does).
     let topology = Topology::new(format!("bench{run_id}"));
     cleanup.topology(&amqp_url(), &topology);
-    let relay_config = relay::RelayConfig::new(config.amqp_url.clone(), topology.clone());
-    cleanup.task(
-        "outbox relay",
-        tokio::spawn(relay::run(
-            pool.clone(),
-            relay_config,
+    if parts.relay {
+        let relay = spawn_relay(&pool, &config, &topology, cleanup.stop_signal());
+        cleanup.task("outbox relay", relay);
+    }
+    if parts.worker {
+        let worker = spawn_worker(
+            &config,
+            &topology,
+            JobKind::ALL.to_vec(),
             cleanup.stop_signal(),
-        )),
-    );
-
-    // The worker has a pool of its own, as the separate `i9-worker` process
-    // does: 16 connections, as many as the messages it takes at once (the
-    // server's 100 connection slots are shared by every pool of the run).
-    let mut worker_config = config.clone();
-    worker_config.database_max_connections = 16;
-    let worker_pool = i9_common::db::connect(&worker_config).await?;
-    cleanup.pool(&worker_pool);
-    let ctx = i9_workers::Context::new(config.clone(), worker_pool)?;
-    let mut wc = WorkerConfig::new(JobKind::ALL.to_vec(), topology);
-    wc.prefetch = 16;
-    let stop = cleanup.stop_signal();
-    cleanup.task(
-        "worker",
-        tokio::spawn(async move {
-            if let Err(e) = i9_workers::consumer::run(ctx, wc, stop).await {
-                eprintln!("worker stopped: {e:#}");
-            }
-        }),
-    );
+        )
+        .await?;
+        cleanup.task("worker", worker);
+    }
 
     let poll_pool = PgPoolOptions::new()
         .max_connections(u32::try_from(poll_connections + 2).unwrap_or(16))
@@ -223,6 +274,10 @@ pub async fn start(
         location_id,
         poll_pool,
         database_url: db_url,
+        config,
+        pool,
+        topology,
+        callback_url: hr_url,
     })
 }
 
