@@ -5,7 +5,11 @@
 # PATCH /v1/employees and the partner operation, `scripts/bench.sh reads` the
 # GET of an employee and the employee and I-9 lists, `scripts/bench.sh
 # pipeline` the outbox relay, the worker and the callbacks against the API's
-# write rate; flags go to i9-bench
+# write rate, `scripts/bench.sh tokens` the token endpoint under a sign-in
+# flood, `scripts/bench.sh memory` the resident memory of i9-api and
+# i9-worker as processes (it builds their release binaries first, with the
+# bench's features), `scripts/bench.sh growth` the reads and writes again
+# with 1,000,000 employees and the plan of every list; flags go to i9-bench
 # (see `scripts/bench.sh reads --help`), e.g. `reads --duration 30`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -9,14 +9,21 @@
 //! beyond either bound the answer is 503 with `Retry-After`, rather than
 //! queueing work and memory without limit.
 //!
-//! Each turn hashes in a memory block of its own that is kept and reused,
-//! never allocated per verification: glibc's allocator raises its mmap
-//! threshold after the first 19 MiB block is freed and then keeps later
-//! ones in its arenas, so fresh blocks per verification grew the process by
-//! hundreds of MiB under a flood even with the bound.
+//! Each turn hashes in a memory block of its own that is reused while other
+//! checks run or wait, and freed when the last one ends (so the API does not
+//! hold 19 MiB per turn at rest: i9-bench memory). A block is reserved as
+//! [`BLOCK_RESERVE_BYTES`], above glibc's largest mmap threshold, so glibc
+//! always maps it apart and unmaps it when freed: a block of exactly 19 MiB
+//! freed would raise glibc's (dynamic) mmap threshold past it, later blocks
+//! would then come from its arenas and stay there, which grew the process
+//! by hundreds of MiB under a flood even with the bound. Only the pages the
+//! hash touches (19 MiB) become resident.
 
 use std::{
-    sync::{Arc, Mutex, OnceLock},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc, Mutex, OnceLock,
+    },
     time::Duration,
 };
 
@@ -31,12 +38,20 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 /// and database connections meanwhile.
 pub const ADMITTED_PER_TURN: usize = 32;
 
+/// The reservation of a turn's memory block: over glibc's largest dynamic
+/// mmap threshold (32 MiB on 64-bit), so the block is always its own
+/// mapping, returned to the system when freed (see the module's notes).
+pub const BLOCK_RESERVE_BYTES: usize = 33 << 20;
+
 #[derive(Clone)]
 pub struct Hashing {
     admitted: Arc<Semaphore>,
     turns: Arc<Semaphore>,
-    /// The memory of turns not running now (at most one per turn).
+    /// The memory of turns not running now (at most one per turn), kept
+    /// only while other checks run or wait.
     memory: Arc<Mutex<Vec<Vec<Block>>>>,
+    /// Checks running or waiting for a turn.
+    busy: Arc<AtomicUsize>,
     wait: Duration,
 }
 
@@ -56,6 +71,28 @@ pub struct Admission {
 pub struct Turn {
     _permit: OwnedSemaphorePermit,
     memory: Arc<Mutex<Vec<Vec<Block>>>>,
+    busy: Busy,
+}
+
+/// One check counted in [`Hashing::busy`] until dropped.
+struct Busy(Arc<AtomicUsize>);
+
+impl Busy {
+    fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count.clone())
+    }
+
+    /// Whether checks other than this one run or wait.
+    fn others(&self) -> bool {
+        self.0.load(Ordering::SeqCst) > 1
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Hashing {
@@ -65,6 +102,7 @@ impl Hashing {
             admitted: Arc::new(Semaphore::new(concurrency * ADMITTED_PER_TURN)),
             turns: Arc::new(Semaphore::new(concurrency)),
             memory: Arc::new(Mutex::new(Vec::new())),
+            busy: Arc::new(AtomicUsize::new(0)),
             wait,
         }
     }
@@ -83,10 +121,12 @@ impl Hashing {
 
     /// Wait (first come, first served) for a turn, at most the configured time.
     pub async fn turn(&self) -> Result<Turn, Saturated> {
+        let busy = Busy::new(&self.busy);
         match tokio::time::timeout(self.wait, self.turns.clone().acquire_owned()).await {
             Ok(Ok(permit)) => Ok(Turn {
                 _permit: permit,
                 memory: self.memory.clone(),
+                busy,
             }),
             // The semaphore is never closed; a timeout is saturation.
             _ => Err(Saturated {
@@ -120,8 +160,14 @@ impl Turn {
                     false
                 }
             };
+            // Kept for the next check while others run or wait; else freed
+            // (and the blocks kept, since no check will take them soon).
             if let Ok(mut m) = self.memory.lock() {
-                m.push(memory);
+                if self.busy.others() {
+                    m.push(memory);
+                } else {
+                    m.clear();
+                }
             }
             matches
         })
@@ -170,6 +216,11 @@ fn verify(secret: &[u8], phc: &str, memory: &mut Vec<Block>) -> bool {
         return false;
     };
     if memory.len() < params.block_count() {
+        let reserve =
+            (BLOCK_RESERVE_BYTES / std::mem::size_of::<Block>()).max(params.block_count());
+        if memory.capacity() < reserve {
+            memory.reserve_exact(reserve - memory.len());
+        }
         memory.resize(params.block_count(), Block::default());
     }
     let argon2 = Argon2::new(algorithm, version, params);
@@ -215,12 +266,23 @@ mod tests {
             .verify("right".into(), Some(phc.clone()))
             .await
             .unwrap());
-        // The turn came back when the verification ended, and its memory is kept.
+        // The turn came back when the verification ended; with no other
+        // check running or waiting, its memory was freed.
+        assert_eq!(hashing.memory.lock().unwrap().len(), 0);
         let turn = hashing.turn().await.unwrap();
-        assert!(!turn.verify("wrong".into(), Some(phc)).await.unwrap());
+        assert!(!turn
+            .verify("wrong".into(), Some(phc.clone()))
+            .await
+            .unwrap());
         let turn = hashing.turn().await.unwrap();
         assert!(!turn.verify("anything".into(), None).await.unwrap());
+        assert_eq!(hashing.memory.lock().unwrap().len(), 0);
+        // While another check waits, the memory is kept for it.
+        let turn = hashing.turn().await.unwrap();
+        let waiting = Busy::new(&hashing.busy);
+        assert!(!turn.verify("wrong".into(), Some(phc)).await.unwrap());
         assert_eq!(hashing.memory.lock().unwrap().len(), 1);
+        drop(waiting);
     }
 
     #[test]

@@ -22,12 +22,14 @@
 mod bare;
 mod faults;
 mod load;
+mod memory;
 mod modes;
 mod ours;
 mod pipeline;
 mod report;
 mod seed;
 mod sys;
+mod tokens;
 
 use std::{path::PathBuf, time::Duration};
 
@@ -61,6 +63,13 @@ enum Mode {
     Pipeline(pipeline::PipelineArgs),
     /// The fault suite: writes RELIABILITY.md (scripts/faults.sh).
     Faults(faults::FaultArgs),
+    /// The token endpoint under a sign-in flood, and reads meanwhile.
+    Tokens(tokens::TokenArgs),
+    /// Resident memory of i9-api and i9-worker (separate processes).
+    Memory(memory::MemoryArgs),
+    /// The bare program alone in this process (for `memory`).
+    #[command(hide = true)]
+    BareServe(memory::BareServeArgs),
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -277,6 +286,9 @@ async fn main() -> anyhow::Result<()> {
     let (kind, args) = match cli.mode {
         Some(Mode::Faults(args)) => return faults::main(args).await,
         Some(Mode::Pipeline(args)) => return pipeline::main(args).await,
+        Some(Mode::Tokens(args)) => return tokens::main(args).await,
+        Some(Mode::Memory(args)) => return memory::main(args).await,
+        Some(Mode::BareServe(args)) => return memory::bare_serve(args).await,
         Some(Mode::Writes(args)) => (Kind::Writes, args),
         Some(Mode::Reads(args)) => (Kind::Reads, args),
         None => (Kind::Writes, cli.bench),

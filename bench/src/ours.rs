@@ -20,13 +20,13 @@ use sqlx::{postgres::PgPoolOptions, PgPool};
 
 use crate::{load::I9Target, workspace_root, Cleanup};
 
-const PORTAL: (&str, &str) = ("acme-hr-portal", "portal-secret-change-me");
+pub const PORTAL: (&str, &str) = ("acme-hr-portal", "portal-secret-change-me");
 const PARTNER: (&str, &str) = ("greenhouse-ats", "ats-secret-change-me");
-const ADMIN: (&str, &str) = ("admin", "admin-Passw0rd!");
-const WEST_HR: (&str, &str) = ("west.hr", "west-Passw0rd!");
+pub const ADMIN: (&str, &str) = ("admin", "admin-Passw0rd!");
+pub const WEST_HR: (&str, &str) = ("west.hr", "west-Passw0rd!");
 pub const WEST_AUDITOR: (&str, &str) = ("west.auditor", "auditor-Passw0rd!");
 const ATS_BOT: (&str, &str) = ("ats.bot", "ats-Passw0rd!");
-const LOCATION: &str = "Portland Warehouse";
+pub const LOCATION: &str = "Portland Warehouse";
 
 /// Access tokens of the callers the bench uses.
 pub struct Tokens {
@@ -282,7 +282,7 @@ pub async fn start_with(
 }
 
 /// An access token of `user` through `client`.
-async fn sign_in(
+pub async fn sign_in(
     base_url: &str,
     client: (&str, &str),
     user: (&str, &str),
