@@ -448,7 +448,7 @@ async fn commit_probe(url: &str) -> anyhow::Result<Vec<(&'static str, f64, f64)>
             "INSERT INTO commit_probe (v) VALUES ('x')",
         ),
         (
-            "the same `INSERT` and `pg_notify` in one statement (as the API's write)",
+            "the same `INSERT` and `pg_notify` in one statement (as the API's write did until 2026-12)",
             "WITH i AS (INSERT INTO commit_probe (v) VALUES ('x') RETURNING id),
                   n AS (SELECT pg_notify('i9_bench_probe', ''))
              SELECT (SELECT count(*) FROM n) FROM i",
@@ -1605,7 +1605,7 @@ pub fn tables(r: &Results) -> String {
     if !r.probe.is_empty() {
         let _ = writeln!(
             s,
-            "\nWhat bounds R: Postgres commits of one-row inserts in a table of their own, {PROBE_CONNECTIONS} connections, {} s each, without and with a `NOTIFY` (a notifying transaction holds a lock of the whole server from before its commit until after it, so notifying commits are serialized, each waiting for the WAL flush of the one before):\n",
+            "\nWhy the write does not notify: Postgres commits of one-row inserts in a table of their own, {PROBE_CONNECTIONS} connections, {} s each, without and with a `NOTIFY` (a notifying transaction holds a lock of the whole server from before its commit until after it, so notifying commits are serialized, each waiting for the WAL flush of the one before):\n",
             PROBE_TIME.as_secs()
         );
         let _ = writeln!(
@@ -1766,8 +1766,9 @@ pub fn tables(r: &Results) -> String {
 const SIDES: &str = "\
 - **Ours, the write**: `POST /v1/employees` as `admin` with `createI9: \"yes\"`: one SQL \
 statement inserts the employee, its period of employment, the audit entry, the I-9 request \
-with its Section 1 link token, the `create_i9` job in `job_outbox` and a `NOTIFY` \
-(`common/src/models/employee.rs`, `create`).
+with its Section 1 link token and the `create_i9` job in `job_outbox` \
+(`common/src/models/employee.rs`, `create`); once it has committed, the request wakes the \
+relay of its own process (`common/src/outbox.rs`, `waking_relays`: no `NOTIFY` in the write).
 - **Ours, the relay** (`common/src/relay.rs`, batch 200): in one transaction per round, \
 `SELECT … FROM job_outbox WHERE published_at IS NULL ORDER BY id LIMIT 200 FOR UPDATE SKIP \
 LOCKED`; each row's payload serialized and published (persistent, `mandatory`, message id, \
