@@ -21,6 +21,7 @@
 
 mod bare;
 mod faults;
+mod growth;
 mod load;
 mod modes;
 mod ours;
@@ -58,6 +59,9 @@ enum Mode {
     Reads(Args),
     /// The fault suite: writes RELIABILITY.md (scripts/faults.sh).
     Faults(faults::FaultArgs),
+    /// The reads and writes on the seeded tables and on 1,000,000 loaded
+    /// employees, and the plans of every list and filter.
+    Growth(growth::GrowthArgs),
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -273,6 +277,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let (kind, args) = match cli.mode {
         Some(Mode::Faults(args)) => return faults::main(args).await,
+        Some(Mode::Growth(args)) => return growth::main(args).await,
         Some(Mode::Writes(args)) => (Kind::Writes, args),
         Some(Mode::Reads(args)) => (Kind::Reads, args),
         None => (Kind::Writes, cli.bench),
