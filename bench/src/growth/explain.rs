@@ -240,14 +240,13 @@ pub async fn explain(
         .build()?;
     let mut out = Vec::new();
     for probe in probes {
+        let url = reqwest::Url::parse_with_params(
+            &format!("{}{}", ours.base_url, probe.path),
+            &probe.query,
+        )
+        .context("explain: a probe's URL")?;
         for &who in &probe.callers {
-            let send = || {
-                client
-                    .get(format!("{}{}", ours.base_url, probe.path))
-                    .query(&probe.query)
-                    .bearer_auth(who.token(ours))
-                    .send()
-            };
+            let send = || client.get(url.clone()).bearer_auth(who.token(ours)).send();
             // Once unlogged-for (the pools reconnect, caches warm), then the one read.
             let warm = send().await.context("explain: warming request")?;
             warm.bytes().await?;

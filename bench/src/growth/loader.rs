@@ -288,9 +288,9 @@ pub async fn grow_ours(url: &str, rows: u64) -> anyhow::Result<Loaded> {
                 CASE WHEN o.open THEN 'Tentative Nonconfirmation' ELSE 'Employment Authorized' END,
                 CASE WHEN o.open THEN 'SSA' END,
                 i.start_date + 1, i.start_date + 3, i.start_date + 1,
-                CASE WHEN o.open THEN 'notify the employee' END,
+                CASE WHEN o.open THEN 'notify' END,
                 CASE WHEN o.open THEN CURRENT_DATE - 10 + (g.h % 20)::INT END,
-                CASE WHEN o.open THEN NULL ELSE 'Employment Authorized' END,
+                CASE WHEN o.open THEN NULL ELSE 'EMPLOYEE_CONTINUES_TO_WORK_AFTER_EA' END,
                 CASE WHEN o.open THEN NULL ELSE TRUE END,
                 CASE WHEN o.open THEN NULL ELSE i.start_date + 1 END,
                 u.id, 'Ada Admin', now(), now()
@@ -335,13 +335,18 @@ pub async fn grow_ours(url: &str, rows: u64) -> anyhow::Result<Loaded> {
     out.step("legal_holds, sequences", t);
 
     let t = Instant::now();
+    // Each alone: several statements in one string run as one transaction.
     sqlx::raw_sql(
         "VACUUM (ANALYZE) employees, employment_periods, i9s, i9_requests, audit_log,
-                          everify_cases, legal_holds; CHECKPOINT",
+                          everify_cases, legal_holds",
     )
     .execute(&mut conn)
     .await
-    .context("VACUUM (ANALYZE) and CHECKPOINT after the load")?;
+    .context("VACUUM (ANALYZE) after the load")?;
+    sqlx::raw_sql("CHECKPOINT")
+        .execute(&mut conn)
+        .await
+        .context("CHECKPOINT after the load")?;
     out.step("VACUUM (ANALYZE), CHECKPOINT", t);
     conn.close().await.ok();
     out.total = t0.elapsed();
