@@ -559,7 +559,7 @@ pub async fn probes(pool: &PgPool) -> anyhow::Result<Vec<Probe>> {
         ("profileId", v(6)),
         ("dateOfBirth", v(9)),
         ("languagePreference", v(10)),
-        ("legalEntity", v(11)),
+        ("legalEntity", le(0)),
         ("locationId", v(12)),
         ("locationIdWithin", west.clone()),
     ] {
@@ -768,13 +768,6 @@ pub async fn probes(pool: &PgPool) -> anyhow::Result<Vec<Probe>> {
         &[],
         &[Who::Admin],
     );
-    add(
-        "GET /v1/eins/{id}/legal-holds",
-        "(none)",
-        &format!("/v1/eins/{}/legal-holds", le(0)),
-        &[],
-        &[Who::Admin],
-    );
     let id = v(0);
     let i9_id = v(13);
     for (list, path) in [
@@ -783,23 +776,24 @@ pub async fn probes(pool: &PgPool) -> anyhow::Result<Vec<Probe>> {
             format!("/v1/employees/{id}/periods"),
         ),
         (
-            "GET /v1/employees/{id}/history",
-            format!("/v1/employees/{id}/history"),
-        ),
-        (
-            "GET /v1/employees/{id}/legal-holds",
-            format!("/v1/employees/{id}/legal-holds"),
-        ),
-        (
-            "GET /v1/i9s/{id}/history",
-            format!("/v1/i9s/{i9_id}/history"),
-        ),
-        (
             "GET /v1/i9s/{id}/supplement-b",
             format!("/v1/i9s/{i9_id}/supplement-b"),
         ),
     ] {
         add(list, "(none)", &path, &[], &both);
+    }
+    // The histories need permission 11 (west.hr lacks it).
+    for (list, path) in [
+        (
+            "GET /v1/employees/{id}/history",
+            format!("/v1/employees/{id}/history"),
+        ),
+        (
+            "GET /v1/i9s/{id}/history",
+            format!("/v1/i9s/{i9_id}/history"),
+        ),
+    ] {
+        add(list, "(none)", &path, &[], &[Who::Admin]);
     }
     add(
         "GET /v1/calendar/closed-days",

@@ -76,7 +76,11 @@ async fn max_id(conn: &mut PgConnection, table: &str) -> anyhow::Result<i64> {
 }
 
 /// Grow ours' database (at `url`) by `rows` employees with their records.
-pub async fn grow_ours(url: &str, rows: u64) -> anyhow::Result<Loaded> {
+pub async fn grow_ours(
+    url: &str,
+    rows: u64,
+    seeded_at: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<Loaded> {
     let t0 = Instant::now();
     let mut out = Loaded {
         rows,
@@ -106,20 +110,37 @@ pub async fn grow_ours(url: &str, rows: u64) -> anyhow::Result<Loaded> {
          LEFT JOIN i9_requests r ON r.i9_id = i.id
          WHERE e.profile_id LIKE 'seed-%';
          CREATE UNIQUE INDEX ON grow_tmpl (k);
-         ANALYZE grow_tmpl;
-         CREATE TEMP TABLE grow_audit AS
-         SELECT t.k, a.user_id, a.client_id, a.action, a.resource_type, a.detail
-         FROM grow_tmpl t JOIN audit_log a
-           ON a.resource_type = 'employee' AND a.resource_id = t.employee_id::TEXT
-         UNION ALL
-         SELECT t.k, a.user_id, a.client_id, a.action, a.resource_type, a.detail
-         FROM grow_tmpl t JOIN audit_log a
-           ON a.resource_type = 'i9' AND a.resource_id = t.i9_id::TEXT;
-         ANALYZE grow_audit;",
+         ANALYZE grow_tmpl;",
     )
     .execute(&mut conn)
     .await
     .context("the loader's templates")?;
+    // The audit entries the seed wrote (not those of the measured requests).
+    sqlx::raw_sql(
+        "CREATE TEMP TABLE grow_audit (k BIGINT, user_id BIGINT, client_id BIGINT, action TEXT,
+                                       resource_type TEXT, detail JSONB)",
+    )
+    .execute(&mut conn)
+    .await?;
+    sqlx::query(
+        "INSERT INTO grow_audit
+         SELECT t.k, a.user_id, a.client_id, a.action, a.resource_type, a.detail
+         FROM grow_tmpl t JOIN audit_log a
+           ON a.resource_type = 'employee' AND a.resource_id = t.employee_id::TEXT
+         WHERE a.occurred_at <= $1
+         UNION ALL
+         SELECT t.k, a.user_id, a.client_id, a.action, a.resource_type, a.detail
+         FROM grow_tmpl t JOIN audit_log a
+           ON a.resource_type = 'i9' AND a.resource_id = t.i9_id::TEXT
+         WHERE a.occurred_at <= $1",
+    )
+    .bind(seeded_at)
+    .execute(&mut conn)
+    .await
+    .context("the loader's audit templates")?;
+    sqlx::raw_sql("ANALYZE grow_audit")
+        .execute(&mut conn)
+        .await?;
     let templates: i64 = sqlx::query_scalar("SELECT count(*) FROM grow_tmpl")
         .fetch_one(&mut conn)
         .await?;

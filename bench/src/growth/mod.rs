@@ -221,6 +221,9 @@ async fn run(args: &GrowthArgs, cleanup: &mut Cleanup) -> anyhow::Result<()> {
         "seeded in {:.1} s; {copied} rows in the bare program's wide table",
         seeded.took.as_secs_f64()
     );
+    let seeded_at: chrono::DateTime<chrono::Utc> = sqlx::query_scalar("SELECT now()")
+        .fetch_one(&ours.poll_pool)
+        .await?;
     let ids = ProfileIds::new(&run_id);
 
     eprintln!("small tables: measuring...");
@@ -233,7 +236,7 @@ async fn run(args: &GrowthArgs, cleanup: &mut Cleanup) -> anyhow::Result<()> {
         "loading {} employees with their I-9s into ours...",
         args.rows
     );
-    let ours_load = loader::grow_ours(&ours.database_url, args.rows).await?;
+    let ours_load = loader::grow_ours(&ours.database_url, args.rows, seeded_at).await?;
     eprintln!("loaded ours in {:.1} s", ours_load.total.as_secs_f64());
     let bare_url = match ours.database_url.rsplit_once('/') {
         Some((base, _)) => format!("{base}/{bare_db}"),
