@@ -313,7 +313,23 @@ the rows, as the commonest US surname; the 200th about 0.06%), the others one of
 names (a handful of rows each). The lists are measured with the seed's 200 names, i.e. the \
 common names: from about 40 matches a West Region user sees on the small tables to about 800 on \
 average on 1,000,000 rows (6,700 for the commonest). A name's page stays 50 items; its count \
-grows with the name's rows.";
+grows with the name's rows.
+- **The unfiltered count**: every list answer carries `total`, the exact count of the rows the \
+query matches and the caller sees, on every page (docs/api.md, \"Lists\"), and its `last` link \
+is made from it. For an unfiltered list, or a filter most rows pass (`languagePreference`, \
+`legalEntity`, `locationId`, a status most I-9s have), that count reads every matching row: a \
+scan linear in the table, whatever the indexes (the table \"Unfiltered lists\" above). The page \
+itself stays fast (an index walk in id order stops after 50 rows). Proposed, not done, as it \
+changes the API's contract: count at most 10,001 rows (`SELECT count(*) FROM (... LIMIT 10001)`) \
+and say so (`totalIsLowerBound: true`, or `total` absent and a `next` link while a next page \
+exists), or give the planner's estimate for an unfiltered list (`pg_class.reltuples`) marked as \
+an estimate; a client paging with `next` needs no exact total.
+- **Filters left without an index, and why**: `custom1` … `custom8`, `jobTitle`, `middleName` \
+and `otherName` are free text an employer fills as it likes, rarely searched alone; eleven more \
+indexes on every employee write (`POST`, `PATCH`, the partner operation) cost more than a scan \
+of the rare search. `languagePreference` (two values) and `legalEntity`, `locationId`, \
+`locationIdWithin` (a few values, each matching a large share of the rows) select too many rows \
+for an index to pay: their count is linear in the rows they match.";
 
 /// The section, markers included.
 pub fn section(r: &Results) -> String {
