@@ -21,6 +21,7 @@
 
 mod bare;
 mod faults;
+mod growth;
 mod load;
 mod memory;
 mod modes;
@@ -70,6 +71,9 @@ enum Mode {
     /// The bare program alone in this process (for `memory`).
     #[command(hide = true)]
     BareServe(memory::BareServeArgs),
+    /// The reads and writes on the seeded tables and on 1,000,000 loaded
+    /// employees, and the plans of every list and filter.
+    Growth(growth::GrowthArgs),
 }
 
 #[derive(clap::Args, Debug, Clone)]
@@ -289,6 +293,7 @@ async fn main() -> anyhow::Result<()> {
         Some(Mode::Tokens(args)) => return tokens::main(args).await,
         Some(Mode::Memory(args)) => return memory::main(args).await,
         Some(Mode::BareServe(args)) => return memory::bare_serve(args).await,
+        Some(Mode::Growth(args)) => return growth::main(args).await,
         Some(Mode::Writes(args)) => (Kind::Writes, args),
         Some(Mode::Reads(args)) => (Kind::Reads, args),
         None => (Kind::Writes, cli.bench),

@@ -21,7 +21,7 @@ fn pick<T>(items: &[T], r: u64) -> &T {
     &items[usize::try_from(r % items.len() as u64).unwrap_or(0)]
 }
 
-async fn measure(
+pub async fn measure(
     settings: &load::Settings,
     kind: RowKind,
     ours: Target,

@@ -23,7 +23,7 @@ use sqlx::PgPool;
 
 use crate::ours::Ours;
 
-const FIRST: &[&str] = &[
+pub const FIRST: &[&str] = &[
     "Ana", "Ben", "Carla", "David", "Elena", "Frank", "Grace", "Hugo", "Irene", "Jamal", "Kara",
     "Liam", "Mona", "Nikhil", "Olga", "Pedro", "Quinn", "Rosa", "Sam", "Tara",
 ];

@@ -91,10 +91,18 @@ pub const QUEUES: &[Queue] = &[
     // is due by its request's day (`i9_revocation_due`, the earliest open
     // request's; migrations/20261125000300_status_change_reports.sql): the
     // earlier of the two dates puts the I-9 in the queue and orders it.
+    // "The earlier of the dates is at most the day" is written as "one of
+    // them is": the I-9s whose expiration is (an index range) and those with
+    // an open request due by then, so Postgres reads an index, not every
+    // I-9 with `i9_revocation_due` called on each (BENCHMARKS.md, "Growth").
     Queue {
         name: "reverification",
         condition: "i.status <> 'Parked'
-                    AND LEAST(i.i9_expiration, i9_revocation_due(i.id)) <= {today} + {param}
+                    AND i.id IN (SELECT x.id FROM i9s x
+                                 WHERE x.i9_expiration <= {today} + {param}
+                                 UNION ALL
+                                 SELECT r.i9_id FROM i9_reverification_requests r
+                                 WHERE r.cleared_at IS NULL AND r.due_on <= {today} + {param})
                     AND i9_awaits_follow_up(i.status, i.employee_id, {today})",
         order: "ORDER BY LEAST(i.i9_expiration, i9_revocation_due(i.id)), i.id",
         param: Some("withinDays"),
@@ -111,8 +119,15 @@ pub const QUEUES: &[Queue] = &[
     Queue {
         name: "expiring",
         condition: "i.status <> 'Parked'
-                    AND LEAST(i.i9_expiration, i.receipt_due_date, i9_revocation_due(i.id))
-                        <= {today} + {param}
+                    AND i.id IN (SELECT x.id FROM i9s x
+                                 WHERE x.i9_expiration <= {today} + {param}
+                                 UNION ALL
+                                 SELECT x.id FROM i9s x
+                                 WHERE x.receipt_due_date <= {today} + {param}
+                                   AND x.status <> 'Parked'
+                                 UNION ALL
+                                 SELECT r.i9_id FROM i9_reverification_requests r
+                                 WHERE r.cleared_at IS NULL AND r.due_on <= {today} + {param})
                     AND i9_awaits_follow_up(i.status, i.employee_id, {today})",
         order: "ORDER BY LEAST(i.i9_expiration, i.receipt_due_date, i9_revocation_due(i.id)), i.id",
         param: Some("withinDays"),
