@@ -591,6 +591,11 @@ async fn run(args: &MemoryArgs, cleanup: &mut Cleanup) -> anyhow::Result<()> {
         location_id,
         poll_pool: pool.clone(),
         database_url: db_url.clone(),
+        // What the seed does not read: the processes have their own.
+        config: config.clone(),
+        pool: pool.clone(),
+        topology: i9_common::amqp::Topology::new(prefix.clone()),
+        callback_url: String::new(),
     };
     let get_one = get_target(
         "ours",
