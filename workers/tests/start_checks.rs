@@ -31,6 +31,9 @@ fn worker(env: &[(&str, &str)]) -> (Option<i32>, String) {
         .env("PUBLIC_BASE_URL", "https://i9.example")
         // Required outside development (common/src/config/tests.rs).
         .env("EVERIFY_ADAPTER", "simulator")
+        // A port of its own: the tests of this file start workers at once,
+        // and the default (9090) may be taken.
+        .env("WORKER_HTTP_ADDR", "127.0.0.1:0")
         .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
