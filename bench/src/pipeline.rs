@@ -1818,22 +1818,8 @@ pub fn section(r: &Results) -> String {
     let _ = writeln!(s, "- Date: {} UTC", r.date.format("%Y-%m-%d %H:%M:%S"));
     let _ = writeln!(
         s,
-        "- Machine: {} CPUs (`nproc`), {} memory, {} (Linux {}). PostgreSQL {} and RabbitMQ {} \
-         run on the same machine; all traffic is over loopback. Load average (1, 5, 15 min) at \
-         the start {:.2} {:.2} {:.2}, at the end {:.2} {:.2} {:.2} (the machine is shared: other \
-         builds may run).",
-        m.nproc,
-        m.memory,
-        m.cpu_model,
-        m.kernel,
-        r.postgres_version,
-        m.rabbitmq_version,
-        r.load_before[0],
-        r.load_before[1],
-        r.load_before[2],
-        r.load_after[0],
-        r.load_after[1],
-        r.load_after[2],
+        "- Machine: {}",
+        crate::sys::machine_line(m, &r.postgres_version, r.load_before, r.load_after)
     );
     let _ = writeln!(
         s,

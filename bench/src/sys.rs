@@ -194,3 +194,31 @@ pub fn load_average() -> [f64; 3] {
         v.next().unwrap_or(f64::NAN),
     ]
 }
+
+/// The machine as every report states it: cores, memory, CPU, kernel, the
+/// engines' versions, and the load average before and after the run.
+pub fn machine_line(
+    m: &Machine,
+    postgres_version: &str,
+    load_before: [f64; 3],
+    load_after: [f64; 3],
+) -> String {
+    format!(
+        "{} CPUs (`nproc`), {} memory, {} (Linux {}). PostgreSQL {} and RabbitMQ {} run on the \
+         same machine; all traffic is over loopback. Load average (1, 5, 15 min) at the start \
+         {:.2} {:.2} {:.2}, at the end {:.2} {:.2} {:.2} (the machine is shared: other builds \
+         may run).",
+        m.nproc,
+        m.memory,
+        m.cpu_model,
+        m.kernel,
+        postgres_version,
+        m.rabbitmq_version,
+        load_before[0],
+        load_before[1],
+        load_before[2],
+        load_after[0],
+        load_after[1],
+        load_after[2],
+    )
+}
